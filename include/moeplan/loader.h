@@ -1,0 +1,73 @@
+/* moeplan: reading inputs. YAML (and JSON, which libyaml parses as YAML
+ * flow style) for models, hardware, traffic, scenarios and plans; CSV for
+ * loads. Only this module includes <yaml.h>.
+ *
+ * Every loader reports every problem it finds into diags as
+ * `file:line:col` records (1-based; libyaml marks are 0-based), quoting the
+ * user's value, naming the field and the allowed range. Unknown keys are
+ * errors with a "did you mean" suggestion; duplicate keys are errors.
+ * Quantities accept plain numbers in SI base units or a unit suffix:
+ * bytes "186 GB", "1.5 TiB"; bandwidth "8 TB/s"; rate "5 PFLOP/s".
+ * Inputs larger than MP_MAX_INPUT_BYTES are refused.
+ *
+ * All loaders return 0, MP_EINVAL (bad content), MP_EIO (cannot read) or
+ * MP_ENOMEM; out is untouched on failure (callers init it first and
+ * finish it after either way).
+ */
+#ifndef MOEPLAN_LOADER_H
+#define MOEPLAN_LOADER_H
+
+#include <stdint.h>
+
+#include "moeplan/diag.h"
+#include "moeplan/model.h"
+#include "moeplan/placement.h"
+#include "moeplan/scenario.h"
+#include "moeplan/traffic.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MP_MAX_INPUT_BYTES (256u * 1024u * 1024u)
+
+/** A model file (moeplan preset schema, see README "Model"), or a Hugging
+ * Face config.json (recognised by `architectures`/`model_type`). */
+int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags);
+
+/** A hardware file (README "Hardware"). */
+int mp_load_hardware(const char *path, struct mp_hardware *out, struct mp_diags *diags);
+
+/** A scenario (README "Scenario"); model and hardware paths in it are
+ * resolved relative to the scenario file's folder, then to the current
+ * folder. Loads the model, both phases' hardware and the traffic. */
+int mp_load_scenario(const char *path, struct mp_scenario *out, struct mp_diags *diags);
+
+/** Logical-expert loads, [layers][experts]: a CSV (one row per layer, one
+ * column per expert, '#' comments, first comment kept as source), a YAML
+ * or JSON list of lists, a mapping with `loads:`, or SGLang's
+ * `{"logical_count": ...}` with shape [layers][experts] or
+ * [windows][layers][experts] (windows summed). Values must be finite and
+ * >= 0; rows must have equal length. */
+int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags);
+
+/** A physical-to-logical map: a moeplan plan (its decode phase, or the
+ * bare `placement` written by `moeplan place`; `phase` picks "decode" or
+ * "prefill" when the file is a full plan, NULL = decode), SGLang's
+ * `{"physical_to_logical_map": [[...]]}`, vLLM's export, or a bare
+ * [layers][slots] array. gpus: the GPU count when the file does not say it
+ * (0 = unknown: then MP_EINVAL if the file does not give it).
+ * Fills out->n_layers, gpus, slots_per_gpu, n_experts (max id + 1, or the
+ * plan's count) and each layer's slot_expert; loads/bounds left zero. */
+int mp_load_map(const char *path, const char *phase, uint32_t gpus,
+		struct mp_placement *out, struct mp_diags *diags);
+
+/** Parse a quantity with an optional unit. kind is "bytes", "bytes/s",
+ * "flop/s" or NULL (plain number). Returns 0 or MP_EINVAL. */
+int mp_parse_quantity(const char *text, const char *kind, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

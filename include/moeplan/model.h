@@ -1,0 +1,164 @@
+/* moeplan: the shapes of a mixture-of-experts model, its number formats,
+ * and the hardware it runs on. Plain caller-owned structs filled by the
+ * loader (loader.h) or by hand; no I/O here.
+ *
+ * Units: bytes as uint64_t or double, FLOP/s and bytes/s as double, SI
+ * prefixes (1 GB = 1e9 B, 1 TB/s = 1e12 B/s).
+ */
+#ifndef MOEPLAN_MODEL_H
+#define MOEPLAN_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Storage formats of weights and activations. */
+enum mp_format {
+	MP_FORMAT_MXFP4 = 0, /**< OCP MX: 4-bit E2M1 + one E8M0 scale per 32 values = 4.25 bit */
+	MP_FORMAT_NVFP4,     /**< NVIDIA: 4-bit E2M1 + one FP8 E4M3 scale per 16 = 4.5 bit */
+	MP_FORMAT_FP8,       /**< 8 bit (per-tensor scale; negligible) */
+	MP_FORMAT_FP8_BLOCK, /**< 8 bit + one FP32 scale per 128x128 block = 8.002 bit (DeepSeek-V3) */
+	MP_FORMAT_BF16,      /**< 16 bit */
+	MP_FORMAT_FP16,      /**< 16 bit */
+	MP_FORMAT_FP32,      /**< 32 bit */
+	MP_FORMAT_INT8,      /**< 8 bit */
+	MP_FORMAT_INT4,      /**< 4 bit + one BF16 scale per group (group_size, default 128) */
+	MP_FORMAT_COUNT
+};
+
+/** Arithmetic classes a GPU publishes a dense peak for. The expert GEMM
+ * runs at the peak of its compute class (the article runs MXFP4-stored
+ * experts on FP8 tensor cores: R = 5e15 / 8e12 = 625 FLOP/B). */
+enum mp_compute {
+	MP_COMPUTE_FP4 = 0,
+	MP_COMPUTE_FP8,
+	MP_COMPUTE_BF16,
+	MP_COMPUTE_INT8,
+	MP_COMPUTE_COUNT
+};
+
+/** How the KV cache per token is derived. */
+enum mp_attention_kind {
+	MP_ATTENTION_DIRECT = 0, /**< kv_bytes_per_token given directly */
+	MP_ATTENTION_MLA,        /**< (kv_lora_rank + rope_dim) * kv_bytes_per_element * kv_layers */
+	MP_ATTENTION_GQA,        /**< 2 * kv_heads * head_dim * kv_bytes_per_element * kv_layers */
+};
+
+struct mp_attention {
+	enum mp_attention_kind kind;
+	uint32_t kv_layers;         /**< layers that keep a KV cache */
+	uint32_t kv_lora_rank;      /**< MLA latent width (elements) */
+	uint32_t rope_dim;          /**< MLA decoupled RoPE key width (elements) */
+	uint32_t kv_heads;          /**< GQA key/value heads */
+	uint32_t head_dim;          /**< GQA head width (elements) */
+	double kv_bytes_per_element;/**< 2 for BF16, 1 for FP8, 0.5 for FP4 */
+	uint32_t sliding_window;    /**< 0, or tokens a sliding layer keeps */
+	uint32_t sliding_layers;    /**< how many of kv_layers are sliding */
+};
+
+/** The speculative drafter's MoE stages (0 stages = no drafter). */
+struct mp_drafter {
+	uint32_t moe_stages;
+	uint32_t routed_experts;
+	uint32_t top_k;
+	uint32_t hidden_size;
+	uint32_t expert_intermediate_size;
+	uint32_t matrices_per_expert;
+	enum mp_format routed_format;
+	uint64_t other_weight_bytes; /**< drafter attention, dense and embedding bytes */
+};
+
+struct mp_model {
+	char *name;                       /**< owned; may be NULL */
+	uint32_t hidden_size;             /**< d, elements */
+	uint32_t moe_layers;              /**< layers with routed experts */
+	uint32_t dense_layers;            /**< layers with a dense FFN instead */
+	uint32_t routed_experts;          /**< E, logical routed experts per MoE layer */
+	uint32_t shared_experts;          /**< shared experts per MoE layer */
+	uint32_t top_k;                   /**< k, routed experts per token */
+	uint32_t expert_intermediate_size;/**< I, per routed expert */
+	uint32_t shared_expert_intermediate_size;
+	uint32_t matrices_per_expert;     /**< 3 for SwiGLU (gate, up, down), 2 for a plain MLP */
+	uint32_t n_groups;                /**< expert groups for group-limited routing (0 = none) */
+	uint32_t topk_groups;             /**< groups a token may use */
+	uint32_t int4_group_size;         /**< values per scale for MP_FORMAT_INT4 (default 128) */
+	enum mp_format routed_format;     /**< storage of routed experts */
+	enum mp_format shared_format;     /**< storage of shared experts */
+	enum mp_compute expert_compute;   /**< the peak the expert GEMM runs at */
+	enum mp_format dispatch_format;   /**< activation format tokens are dispatched in */
+	enum mp_format combine_format;    /**< activation format results come back in */
+	uint64_t dense_weight_bytes;      /**< attention, dense FFN, norms, router, embeddings and
+					       head: replicated on every GPU (bytes) */
+	double kv_bytes_per_token;        /**< KV cache of one context token, all layers (bytes);
+					       derived from attention unless given */
+	struct mp_attention attention;
+	struct mp_drafter drafter;
+};
+
+/** Dense peaks and memory of one GPU, and its place in the cluster. */
+struct mp_hardware {
+	char *name;                             /**< owned; may be NULL */
+	double peak_flops[MP_COMPUTE_COUNT];    /**< dense FLOP/s; 0 = not supported */
+	uint64_t hbm_bytes;                     /**< usable HBM capacity */
+	double hbm_bw_bytes_per_s;              /**< peak HBM bandwidth */
+	uint32_t scale_up_domain_gpus;          /**< GPUs in one NVLink/xGMI domain */
+	uint32_t gpus_per_node;                 /**< GPUs per node (server or tray) */
+	double scale_up_bw_bytes_per_s;         /**< per GPU, per direction */
+	double scale_out_bw_bytes_per_s;        /**< per GPU, per direction (NIC) */
+};
+
+/** Fill a model with neutral defaults (SwiGLU, FP8 dispatch, BF16 combine,
+ * BF16 weights, BF16 compute, INT4 groups of 128) and every count 0. */
+void mp_model_init(struct mp_model *model);
+
+/** Free owned strings; accepts NULL. */
+void mp_model_finish(struct mp_model *model);
+
+/** Fill with zeros (no peaks, no memory). */
+void mp_hardware_init(struct mp_hardware *hw);
+
+/** Free owned strings; accepts NULL. */
+void mp_hardware_finish(struct mp_hardware *hw);
+
+/** Bits per stored value of a format, scales included.
+ * MXFP4 4.25 and NVFP4 4.5: OCP Microscaling spec v1.0 (Rouhani et al. 2023)
+ * and NVIDIA's NVFP4 (E4M3 scale per 16); FP8 block 8 + 32/16384 (DeepSeek-V3
+ * 128x128 FP32 scales); INT4 4 + 16/group_size (BF16 scale per group).
+ * group_size is used only for MP_FORMAT_INT4 (0 means 128). */
+double mp_format_bits(enum mp_format format, uint32_t group_size);
+
+/** Bytes per activation element in a dispatch/combine format
+ * (bits / 8, scales ignored). */
+double mp_format_bytes(enum mp_format format);
+
+/** Lower-case name of a format ("mxfp4", "fp8", ...). */
+const char *mp_format_name(enum mp_format format);
+
+/** Parse a format name (case-insensitive). Returns 0, or MP_EINVAL. */
+int mp_format_parse(const char *name, enum mp_format *out);
+
+/** Lower-case name of a compute class ("fp8", ...). */
+const char *mp_compute_name(enum mp_compute compute);
+
+/** Parse a compute class name. Returns 0, or MP_EINVAL. */
+int mp_compute_parse(const char *name, enum mp_compute *out);
+
+/** The KV-cache bytes per context token for the whole model: the given
+ * kv_bytes_per_token for MP_ATTENTION_DIRECT, else from the attention
+ * config (formulas above; sources: DeepSeek-V2 paper section 2.1 for MLA,
+ * Ainslie et al. 2023 for GQA). Sliding layers are counted in full here;
+ * see mp_kv_bytes_per_request for the window. */
+double mp_model_kv_bytes_per_token(const struct mp_model *model);
+
+/** KV bytes one request holds at `context` tokens: full layers keep every
+ * token, sliding layers at most sliding_window tokens. */
+double mp_model_kv_bytes_per_request(const struct mp_model *model, double context);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,127 @@
+/* moeplan: placement of logical experts and their redundant replicas into
+ * physical slots, minimising the busiest GPU's load per MoE layer.
+ *
+ * Terms: a layer has E logical experts with loads w_e >= 0; G GPUs each
+ * with S slots hold N = G*S physical experts (slots). Physical slot p lives
+ * on GPU p / S. Expert e gets r_e >= 1 replicas (sum r_e = N), never two on
+ * one GPU, and under the even split (what vLLM and SGLang dispatch) each
+ * replica carries w_e / r_e. A GPU's load is the sum over its slots.
+ *
+ * The solver is GLPK's MIP (glp_intopt); a constructive heuristic seeds it
+ * and may prove optimality on its own when it meets the lower bound. Each
+ * layer records which happened in `method`.
+ */
+#ifndef MOEPLAN_PLACEMENT_H
+#define MOEPLAN_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "moeplan/diag.h"
+#include "moeplan/traffic.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mp_place_status {
+	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (gap <= 1e-9 relative) */
+	MP_PLACE_FEASIBLE,      /**< a valid plan; the search finished its budget without closing the gap */
+	MP_PLACE_TIME_LIMIT,    /**< the time limit stopped the search; the plan is the best found */
+};
+
+/** Name used in plans: "optimal", "feasible", "time_limit". */
+const char *mp_place_status_name(enum mp_place_status status);
+
+enum mp_split {
+	MP_SPLIT_EVEN = 0, /**< each replica carries w_e / r_e (vLLM, SGLang) */
+	MP_SPLIT_WEIGHTED, /**< replicas may carry unequal shares (weighted routing) */
+};
+
+struct mp_place_options {
+	double time_limit_s;    /**< per layer, seconds; default 10 */
+	unsigned threads;       /**< worker threads over layers; 0 = number of CPUs; default 0 */
+	enum mp_split split;    /**< default MP_SPLIT_EVEN */
+	uint32_t gpus_per_node; /**< 0 = no node structure; else G % gpus_per_node == 0 */
+	bool verbose;           /**< let GLPK print its log to stderr */
+	double target_gap;      /**< stop when (max - bound) / bound <= this; default 0 */
+	/** Optional progress callback, called from the calling thread after each
+	 * layer (layers_done of n_layers, worst relative gap so far). */
+	void (*progress)(void *user, uint32_t layers_done, uint32_t n_layers, double worst_gap);
+	void *progress_user;
+};
+
+/** Fill defaults (see field comments). */
+void mp_place_options_init(struct mp_place_options *opts);
+
+/** One layer's result. Arrays are owned by the struct. */
+struct mp_layer_placement {
+	uint32_t *slot_expert; /**< [gpus * slots_per_gpu]: logical expert in each physical slot */
+	uint32_t *replicas;    /**< [n_experts]: r_e */
+	double *slot_load;     /**< [gpus * slots_per_gpu]: load carried by each slot */
+	double *gpu_load;      /**< [gpus] */
+	double max_load;       /**< busiest GPU */
+	double mean_load;      /**< sum w / G */
+	double lower_bound;    /**< proven: no placement has a busiest GPU below this */
+	double gap;            /**< (max_load - lower_bound) / max_load, 0 when max_load is 0 */
+	enum mp_place_status status;
+	const char *method;    /**< static string: how the plan and its bound were obtained */
+	double seconds;        /**< wall time spent on this layer */
+};
+
+/** A placement of every layer. */
+struct mp_placement {
+	uint32_t n_layers;
+	uint32_t n_experts;
+	uint32_t gpus;
+	uint32_t slots_per_gpu;
+	struct mp_layer_placement *layers; /**< [n_layers] */
+};
+
+void mp_placement_init(struct mp_placement *placement);
+
+/** Allocate n_layers empty layers with arrays sized for the shape.
+ * Returns 0, MP_EINVAL (a size 0, too large, or slots < experts) or
+ * MP_ENOMEM. */
+int mp_placement_alloc(struct mp_placement *placement, uint32_t n_layers,
+		       uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
+
+/** Free; accepts NULL. */
+void mp_placement_finish(struct mp_placement *placement);
+
+/** Place every layer of `loads` on `gpus` GPUs with `slots_per_gpu` slots
+ * each. Requires gpus * slots_per_gpu >= n_experts (else MP_EINVAL with a
+ * diagnostic) and, for the even split, slots_per_gpu * gpus <= n_experts * gpus
+ * (at most one replica of an expert per GPU). Deterministic for the same
+ * input and options. Returns 0; MP_EINVAL; MP_ENOMEM; MP_ELIMIT when a
+ * layer has no feasible plan within the time limit (never happens with the
+ * heuristic incumbent, kept for completeness). out is filled on success. */
+int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu,
+	     const struct mp_place_options *opts, struct mp_placement *out,
+	     struct mp_diags *diags);
+
+/** Place a single layer: w[n_experts]; out must come from
+ * mp_placement_alloc with the same shape (its layer array). */
+int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus,
+		   uint32_t slots_per_gpu, const struct mp_place_options *opts,
+		   struct mp_layer_placement *out);
+
+/** A valid lower bound on the busiest GPU's load for any placement of w
+ * with the even split: max(mean load, the smallest achievable largest
+ * replica load, cardinality bounds). See README "Bounds". */
+double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
+			    uint32_t slots_per_gpu);
+
+/** Evaluate a given map (slot_expert[gpus*slots_per_gpu]) under loads
+ * w[n_experts] with the even split: fills replicas, slot_load, gpu_load,
+ * max_load, mean_load and lower_bound of out. Returns MP_EINVAL when an id
+ * is out of range or an expert has no replica (out untouched). */
+int mp_place_evaluate(const uint32_t *slot_expert, const double *w,
+		      uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu,
+		      struct mp_layer_placement *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

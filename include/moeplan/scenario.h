@@ -1,0 +1,70 @@
+/* moeplan: a deployment scenario: which model, which hardware for prefill
+ * and for decode, what traffic, and the serving targets of each phase. */
+#ifndef MOEPLAN_SCENARIO_H
+#define MOEPLAN_SCENARIO_H
+
+#include <stdint.h>
+
+#include "moeplan/model.h"
+#include "moeplan/traffic.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How a phase turns EP width into a slot count. */
+enum mp_slot_rule {
+	/** slots = round_up(E + min_redundant, ep): at least min_redundant
+	 * redundant slots, total a multiple of EP (DeepSeek's benchmark rule,
+	 * the article: 416 at EP8, 448 at EP64 for E = 384, min 32). */
+	MP_SLOTS_MIN_REDUNDANT = 0,
+	/** slots = round_up(E, ep) + per_gpu * ep (DeepSeek production decode:
+	 * one redundant slot per GPU). */
+	MP_SLOTS_PER_GPU,
+	/** slots_per_gpu fixed (the article's prefill: 196 per GPU at EP2). */
+	MP_SLOTS_FIXED_PER_GPU,
+};
+
+struct mp_phase_spec {
+	struct mp_hardware hardware;   /**< the GPU this phase runs on */
+	char *hardware_path;           /**< owned; file it came from, may be NULL */
+	uint32_t gpus;                 /**< GPUs available to the phase (0 = one scale-up domain) */
+	uint32_t ep;                   /**< fixed EP width, 0 = choose */
+	uint32_t ep_min, ep_max;       /**< range to choose in (0 = no limit) */
+	enum mp_slot_rule slot_rule;
+	uint32_t min_redundant;        /**< MP_SLOTS_MIN_REDUNDANT (default 32) */
+	uint32_t redundant_per_gpu;    /**< MP_SLOTS_PER_GPU (default 1) */
+	uint32_t slots_per_gpu;        /**< MP_SLOTS_FIXED_PER_GPU */
+	double requests_per_gpu;       /**< concurrent requests per GPU (decode) */
+	double tokens_per_request;     /**< tokens per request per step (1 + drafted tokens) */
+	double context_tokens;         /**< context length the KV cache must hold */
+	double chunk_tokens;           /**< prefill tokens per GPU per step */
+};
+
+struct mp_scenario {
+	char *name;                    /**< owned */
+	char *model_path;              /**< owned */
+	struct mp_model model;
+	struct mp_traffic traffic;
+	struct mp_phase_spec prefill;
+	struct mp_phase_spec decode;
+	double time_limit_s;           /**< per layer solver limit (default 10) */
+};
+
+/** Fill defaults: decode min_redundant 32, MP_SLOTS_MIN_REDUNDANT,
+ * tokens_per_request 1, prefill ep range 2..8 (article: "the smallest EP
+ * that HBM allows, between 2 and 8"), uniform traffic, time limit 10 s. */
+void mp_scenario_init(struct mp_scenario *scenario);
+
+/** Free; accepts NULL. */
+void mp_scenario_finish(struct mp_scenario *scenario);
+
+/** Total slots for E logical experts at width ep under a phase's rule.
+ * Returns 0 when ep is 0 or the fixed per-GPU count is below E/ep. */
+uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

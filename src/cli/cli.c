@@ -1,0 +1,154 @@
+/* Helpers shared by the subcommands: help, usage errors, option values,
+ * diagnostics and output. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+bool cli_quiet;
+
+void cli_print_help(const struct cli_command_help *help, FILE *out)
+{
+	fprintf(out, "Usage: %s\n\n%s\n", help->synopsis, help->description);
+	if (help->options && help->options[0].name) {
+		fprintf(out, "\nOptions:\n");
+		for (size_t i = 0; help->options[i].name; i++) {
+			const struct option *o = &help->options[i];
+			char left[64];
+			const char *arg = help->help[i].arg;
+			if (o->val > 0 && o->val < 128) {
+				snprintf(left, sizeof(left), "-%c, --%s%s%s", o->val, o->name,
+					 arg ? " " : "", arg ? arg : "");
+			} else {
+				snprintf(left, sizeof(left), "    --%s%s%s", o->name,
+					 arg ? " " : "", arg ? arg : "");
+			}
+			fprintf(out, "  %-30s %s\n", left, help->help[i].text);
+		}
+	}
+	if (help->examples) {
+		fprintf(out, "\nExamples:\n%s", help->examples);
+	}
+	fprintf(out, "\nExit status: 0 success, 1 bad input or does not fit, 2 usage error,\n"
+		     "3 solver limit reached with no feasible plan.\n");
+}
+
+void cli_short_options(const struct option *options, char *buf, size_t size)
+{
+	size_t n = 0;
+	if (size == 0) {
+		return;
+	}
+	/* Leading ':' would change getopt's reporting; we let getopt print
+	 * its own message and then add the hint. */
+	for (size_t i = 0; options[i].name && n + 3 < size; i++) {
+		int v = options[i].val;
+		if (v > 0 && v < 128 && options[i].flag == NULL) {
+			buf[n++] = (char)v;
+			if (options[i].has_arg == required_argument) {
+				buf[n++] = ':';
+			}
+		}
+	}
+	buf[n] = '\0';
+}
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "moeplan %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'moeplan %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+void cli_print_diags(const struct mp_diags *diags)
+{
+	for (size_t i = 0; i < diags->count; i++) {
+		mp_diag_print(&diags->items[i], stderr);
+	}
+}
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "moeplan: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
+		   uint32_t min, uint32_t max, uint32_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end != '\0' || strchr(text, '-') || v < min || v > max) {
+		cli_usage(cmd, "--%s '%s': expected a whole number from %u to %u", opt, text, min, max);
+		return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}
+
+bool cli_parse_double(const char *cmd, const char *opt, const char *text,
+		      double min, double max, double *out)
+{
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(text, &end);
+	if (errno || end == text || *end != '\0' || !isfinite(v) || v < min || v > max) {
+		cli_usage(cmd, "--%s '%s': expected a number from %g to %g", opt, text, min, max);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+bool cli_parse_format(const char *cmd, const char *text, bool *json)
+{
+	if (strcmp(text, "yaml") == 0) {
+		*json = false;
+		return true;
+	}
+	if (strcmp(text, "json") == 0) {
+		*json = true;
+		return true;
+	}
+	cli_usage(cmd, "--format '%s': expected 'yaml' or 'json'", text);
+	return false;
+}
+
+bool cli_same_file(const char *out_path, const char *in_path)
+{
+	if (!out_path || !in_path || strcmp(out_path, "-") == 0) {
+		return false;
+	}
+	if (strcmp(out_path, in_path) == 0) {
+		return true;
+	}
+	struct stat a, b;
+	if (stat(out_path, &a) != 0 || stat(in_path, &b) != 0) {
+		return false;
+	}
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+int cli_emit(const struct mp_doc *doc, const char *path, bool json)
+{
+	int rc = mp_doc_save(doc, path, json);
+	if (rc) {
+		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
+			  mp_strerror(rc));
+		return EXIT_INPUT;
+	}
+	return EXIT_OK;
+}

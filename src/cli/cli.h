@@ -1,0 +1,88 @@
+/* The moeplan program: shared helpers for subcommands.
+ *
+ * Each subcommand lives in cmd-<name>.c and exports
+ *     int cmd_<name>(int argc, char **argv);
+ * where argv[0] is the subcommand name. It returns an exit code:
+ *     0 success, 1 bad input or "does not fit", 2 usage error,
+ *     3 solver limit reached with no feasible plan.
+ * and is registered in the table in main.c with its one-line summary and
+ * its help printer.
+ */
+#ifndef MOEPLAN_CLI_H
+#define MOEPLAN_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "moeplan/diag.h"
+#include "moeplan/doc.h"
+
+#define EXIT_OK 0
+#define EXIT_INPUT 1
+#define EXIT_USAGE 2
+#define EXIT_SOLVER 3
+
+/** Help text of one option, printed by cli_print_options. The table
+ * shares index with the struct option array passed to getopt_long. */
+struct cli_option_help {
+	const char *arg;     /**< argument name shown, NULL for a flag */
+	const char *text;    /**< what it does, including its default */
+};
+
+/** One subcommand's help, kept next to its option table. */
+struct cli_command_help {
+	const char *name;
+	const char *synopsis;     /**< e.g. "moeplan place LOADS --gpus G --slots N [options]" */
+	const char *description;  /**< a paragraph */
+	const struct option *options;          /**< getopt_long table, {0} terminated */
+	const struct cli_option_help *help;    /**< same length as options, minus the terminator */
+	const char *examples;     /**< two real examples, one per line */
+};
+
+/** Print the full help of a command to out. */
+void cli_print_help(const struct cli_command_help *help, FILE *out);
+
+/** Build the getopt short-option string from a long-option table whose
+ * `val` fields are characters (into buf). */
+void cli_short_options(const struct option *options, char *buf, size_t size);
+
+/** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
+ * to stderr and returns EXIT_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/** Print every diagnostic to stderr as path:line:col: error: message. */
+void cli_print_diags(const struct mp_diags *diags);
+
+/** Print an error about a file without position: "moeplan: path: message". */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/** Parse option values; on failure print a usage error naming the option
+ * and the allowed range, return false. */
+bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
+		   uint32_t min, uint32_t max, uint32_t *out);
+bool cli_parse_double(const char *cmd, const char *opt, const char *text,
+		      double min, double max, double *out);
+
+/** Parse "yaml" or "json" into *json. */
+bool cli_parse_format(const char *cmd, const char *text, bool *json);
+
+/** True when out_path names the same file as in_path (refuse to
+ * overwrite an input). Both may be NULL. */
+bool cli_same_file(const char *out_path, const char *in_path);
+
+/** Write a document to path (NULL or "-" = stdout) as YAML or JSON,
+ * atomically; prints an error and returns EXIT_INPUT on failure. */
+int cli_emit(const struct mp_doc *doc, const char *path, bool json);
+
+/** Global flags set by main before dispatch. */
+extern bool cli_quiet;
+
+/* Subcommands. */
+int cmd_plan(int argc, char **argv);
+int cmd_place(int argc, char **argv);
+extern const struct cli_command_help cmd_plan_help;
+extern const struct cli_command_help cmd_place_help;
+
+#endif

@@ -1,0 +1,2 @@
+/* placeholder until the module lands */
+int mp_placeholder_scenario;
