@@ -100,6 +100,30 @@ struct mp_doc *mp_doc_null(void)
 	return node_new(MP_DOC_NULL);
 }
 
+struct mp_doc *mp_doc_clone(const struct mp_doc *doc)
+{
+	if (!doc) {
+		return NULL;
+	}
+	struct mp_doc *copy;
+	switch (doc->kind) {
+	case MP_DOC_STRING: copy = mp_doc_string(doc->value.string); break;
+	case MP_DOC_INT: copy = mp_doc_int(doc->value.integer); break;
+	case MP_DOC_REAL: copy = mp_doc_real(doc->value.real); break;
+	case MP_DOC_BOOL: copy = mp_doc_bool(doc->value.boolean); break;
+	case MP_DOC_NULL: copy = mp_doc_null(); break;
+	default: copy = node_new(doc->kind); break;
+	}
+	for (size_t i = 0; copy && i < doc->n_children; i++) {
+		mp_doc_put(copy, doc->children[i]->key, mp_doc_clone(doc->children[i]));
+	}
+	if (copy && copy->failed) {
+		mp_doc_destroy(copy);
+		return NULL;
+	}
+	return copy;
+}
+
 void mp_doc_destroy(struct mp_doc *doc)
 {
 	if (!doc) {

@@ -1,2 +1,80 @@
-/* placeholder until the module lands */
-int mp_placeholder_scenario;
+/* Deployment scenarios: defaults, cleanup and the slot-count rules. */
+#include <stdlib.h>
+
+#include "moeplan/scenario.h"
+
+static void phase_init(struct mp_phase_spec *phase)
+{
+	*phase = (struct mp_phase_spec){
+		.slot_rule = MP_SLOTS_MIN_REDUNDANT,
+		.min_redundant = 32,
+		.redundant_per_gpu = 1,
+		.tokens_per_request = 1.0,
+	};
+	mp_hardware_init(&phase->hardware);
+}
+
+static void phase_finish(struct mp_phase_spec *phase)
+{
+	mp_hardware_finish(&phase->hardware);
+	free(phase->hardware_path);
+	phase->hardware_path = NULL;
+}
+
+void mp_scenario_init(struct mp_scenario *scenario)
+{
+	*scenario = (struct mp_scenario){.time_limit_s = 10.0};
+	mp_model_init(&scenario->model);
+	mp_traffic_init(&scenario->traffic);
+	phase_init(&scenario->prefill);
+	phase_init(&scenario->decode);
+	/* The article: prefill uses "the smallest EP that HBM allows,
+	 * between 2 and 8". Decode is left open (the widest the GPUs allow). */
+	scenario->prefill.ep_min = 2;
+	scenario->prefill.ep_max = 8;
+}
+
+void mp_scenario_finish(struct mp_scenario *scenario)
+{
+	if (!scenario) {
+		return;
+	}
+	free(scenario->name);
+	free(scenario->model_path);
+	mp_model_finish(&scenario->model);
+	mp_traffic_finish(&scenario->traffic);
+	phase_finish(&scenario->prefill);
+	phase_finish(&scenario->decode);
+	mp_scenario_init(scenario);
+}
+
+static uint64_t round_up(uint64_t x, uint64_t multiple)
+{
+	return (x + multiple - 1) / multiple * multiple;
+}
+
+uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep)
+{
+	uint64_t slots = 0;
+	if (ep == 0) {
+		return 0;
+	}
+	switch (phase->slot_rule) {
+	case MP_SLOTS_MIN_REDUNDANT:
+		/* The article: 384 + 32 rounded up to a multiple of 8 is 416,
+		 * to a multiple of 64 is 448. */
+		slots = round_up((uint64_t)n_experts + phase->min_redundant, ep);
+		break;
+	case MP_SLOTS_PER_GPU:
+		/* DeepSeek production decode: one redundant slot per GPU. */
+		slots = round_up(n_experts, ep) + (uint64_t)phase->redundant_per_gpu * ep;
+		break;
+	case MP_SLOTS_FIXED_PER_GPU:
+		slots = (uint64_t)phase->slots_per_gpu * ep;
+		if (slots < n_experts) {
+			return 0;
+		}
+		break;
+	}
+	return slots > UINT32_MAX ? 0 : (uint32_t)slots;
+}

@@ -38,6 +38,9 @@ struct mp_doc *mp_doc_real(double value);
 struct mp_doc *mp_doc_bool(bool value);
 struct mp_doc *mp_doc_null(void);
 
+/** A deep copy of a tree (NULL on allocation failure or NULL input). */
+struct mp_doc *mp_doc_clone(const struct mp_doc *doc);
+
 /** Free a node and its children; accepts NULL. */
 void mp_doc_destroy(struct mp_doc *doc);
 

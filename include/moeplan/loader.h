@@ -43,6 +43,13 @@ int mp_load_hardware(const char *path, struct mp_hardware *out, struct mp_diags 
  * folder. Loads the model, both phases' hardware and the traffic. */
 int mp_load_scenario(const char *path, struct mp_scenario *out, struct mp_diags *diags);
 
+/** A traffic spec in its own file: `uniform`, `{zipf: {s, seed,
+ * permute}}`, `{hot: {experts, load, seed, permute}}`, `{observed: {csv:
+ * PATH}}` or `{observed: {loads: [[...]]}}` (README "Traffic"); or a file
+ * of observed loads itself (a CSV, or anything mp_load_loads reads), which
+ * gives MP_TRAFFIC_OBSERVED. Paths resolve against the file's folder. */
+int mp_load_traffic(const char *path, struct mp_traffic *out, struct mp_diags *diags);
+
 /** Logical-expert loads, [layers][experts]: a CSV (one row per layer, one
  * column per expert, '#' comments, first comment kept as source), a YAML
  * or JSON list of lists, a mapping with `loads:`, or SGLang's
@@ -62,8 +69,15 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 		struct mp_placement *out, struct mp_diags *diags);
 
-/** Parse a quantity with an optional unit. kind is "bytes", "bytes/s",
- * "flop/s" or NULL (plain number). Returns 0 or MP_EINVAL. */
+/** Parse a quantity with an optional unit into SI base units. kind is
+ * "bytes" (B, kB, MB, GB, TB, PB = 1e3^n; KiB, MiB, GiB, TiB, PiB =
+ * 1024^n), "bytes/s" (the same with "/s", and kbit/s .. Tbit/s = 1/8 of
+ * the byte rate), "flop/s" (FLOP/s, FLOPS, OP/s or OPS with an optional
+ * k, M, G, T, P, E prefix; also "TF", "PF"), "seconds" (s, ms, us, ns,
+ * min, h) or NULL (a plain number, no unit). A number without a unit is
+ * taken in the base unit. Decimal numbers only ([+-]digits[.digits][e..]);
+ * nan, inf, hex and values beyond a double's range are refused. Returns 0
+ * or MP_EINVAL (*out untouched). */
 int mp_parse_quantity(const char *text, const char *kind, double *out);
 
 #ifdef __cplusplus

@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 enum mp_place_status {
-	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (gap <= 1e-9 relative) */
+	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (within 1e-6 of the mean load) */
 	MP_PLACE_FEASIBLE,      /**< a valid plan; the search finished its budget without closing the gap */
 	MP_PLACE_TIME_LIMIT,    /**< the time limit stopped the search; the plan is the best found */
 };
@@ -67,6 +67,8 @@ struct mp_layer_placement {
 	enum mp_place_status status;
 	const char *method;    /**< static string: how the plan and its bound were obtained */
 	double seconds;        /**< wall time spent on this layer */
+	double *node_load;     /**< [gpus / gpus_per_node] sum of each node's GPU loads, or NULL
+				    when no node structure was given (mp_place with gpus_per_node) */
 };
 
 /** A placement of every layer. */
@@ -75,6 +77,7 @@ struct mp_placement {
 	uint32_t n_experts;
 	uint32_t gpus;
 	uint32_t slots_per_gpu;
+	uint32_t gpus_per_node; /**< 0 = no node structure; else layers carry node_load */
 	struct mp_layer_placement *layers; /**< [n_layers] */
 };
 
@@ -112,10 +115,22 @@ int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus,
 double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
 			    uint32_t slots_per_gpu);
 
+/** DeepSeek EPLB's global policy on one layer, for comparison (EPLB,
+ * github.com/deepseek-ai/EPLB, eplb.py: replicate_experts gives the next
+ * replica to the expert with the highest load per replica, without a cap;
+ * balanced_packing puts replicas heaviest first onto the lightest GPU with
+ * a free slot). It may put two replicas of one expert on a GPU (EPLB issue
+ * #22); loads are evaluated as they fall (mp_place_evaluate). out as for
+ * mp_place_layer. Returns 0, MP_EINVAL or MP_ENOMEM. */
+int mp_place_eplb(const double *w, uint32_t n_experts, uint32_t gpus,
+		  uint32_t slots_per_gpu, struct mp_layer_placement *out);
+
 /** Evaluate a given map (slot_expert[gpus*slots_per_gpu]) under loads
  * w[n_experts] with the even split: fills replicas, slot_load, gpu_load,
- * max_load, mean_load and lower_bound of out. Returns MP_EINVAL when an id
- * is out of range or an expert has no replica (out untouched). */
+ * max_load, mean_load, lower_bound, gap and status of out (slot_expert is
+ * copied in). A GPU holding one expert twice is evaluated as it stands.
+ * Returns MP_EINVAL when an id is out of range, an expert has no replica or
+ * a load is negative (out untouched), MP_ENOMEM. */
 int mp_place_evaluate(const uint32_t *slot_expert, const double *w,
 		      uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu,
 		      struct mp_layer_placement *out);

@@ -10,6 +10,11 @@
 #include "moeplan/doc.h"
 #include "moeplan/placement.h"
 
+#include "moeplan/capacity.h"
+#include "moeplan/roofline.h"
+#include "moeplan/scenario.h"
+#include "moeplan/traffic.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,6 +29,54 @@ extern "C" {
  * Returns a new tree (caller destroys) or NULL on allocation failure. */
 struct mp_doc *mp_placement_to_doc(const struct mp_placement *placement,
 				   const uint32_t *layer_ids);
+
+
+/** One phase's decisions. */
+struct mp_phase_plan {
+	const char *phase;              /**< "prefill" or "decode" (static) */
+	uint32_t ep;                    /**< chosen EP width */
+	uint32_t slots;                 /**< physical routed-expert slots per MoE layer */
+	uint32_t slots_per_gpu;
+	uint32_t redundant;             /**< slots - logical experts */
+	double tokens_per_gpu;          /**< b, tokens per GPU per step */
+	struct mp_roofline_point roofline; /**< at b */
+	struct mp_capacity hbm;         /**< per GPU */
+	double busiest_factor;          /**< expected busiest GPU / mean, placement skew and finite batch */
+	double step_expert_s;           /**< predicted routed-expert time per step, times busiest_factor */
+	struct mp_doc *widths;          /**< candidate widths with verdicts (owned; may be NULL) */
+	struct mp_placement placement;  /**< per MoE layer */
+};
+
+struct mp_plan {
+	struct mp_loads loads;          /**< popularity the placement used [moe_layers][E] */
+	struct mp_phase_plan prefill;
+	struct mp_phase_plan decode;
+};
+
+struct mp_plan_options {
+	struct mp_place_options place;  /**< solver knobs (time limit per layer, threads) */
+	uint32_t simulate_steps;        /**< Monte Carlo steps for the busiest-GPU factor (default 200) */
+};
+
+/** Defaults: mp_place_options_init, time limit from the scenario. */
+void mp_plan_options_init(struct mp_plan_options *opts);
+
+void mp_plan_init(struct mp_plan *plan);
+
+/** Free; accepts NULL. */
+void mp_plan_finish(struct mp_plan *plan);
+
+/** Run the pipeline on a loaded scenario: generate the loads, choose each
+ * phase's EP width and slots (README "How widths are chosen"), check HBM,
+ * evaluate the roofline at the phase's batch, place every MoE layer with
+ * the solver. Returns 0, MP_ENOFIT (no width fits; diags say why),
+ * MP_EINVAL, MP_ENOMEM or MP_ELIMIT. */
+int mp_plan_build(const struct mp_scenario *scenario, const struct mp_plan_options *opts,
+		  struct mp_plan *out, struct mp_diags *diags);
+
+/** The plan document (README "Plan schema"). Returns NULL on allocation
+ * failure. */
+struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenario *scenario);
 
 #ifdef __cplusplus
 }

@@ -51,16 +51,19 @@ struct mp_scenario {
 	double time_limit_s;           /**< per layer solver limit (default 10) */
 };
 
-/** Fill defaults: decode min_redundant 32, MP_SLOTS_MIN_REDUNDANT,
- * tokens_per_request 1, prefill ep range 2..8 (article: "the smallest EP
- * that HBM allows, between 2 and 8"), uniform traffic, time limit 10 s. */
+/** Fill defaults: both phases MP_SLOTS_MIN_REDUNDANT with min_redundant
+ * 32 (redundant_per_gpu 1, used by MP_SLOTS_PER_GPU), tokens_per_request
+ * 1, gpus 0; prefill ep range 2..8 (article: "the smallest EP that HBM
+ * allows, between 2 and 8"), decode ep open (0); uniform traffic; time
+ * limit 10 s. */
 void mp_scenario_init(struct mp_scenario *scenario);
 
 /** Free; accepts NULL. */
 void mp_scenario_finish(struct mp_scenario *scenario);
 
 /** Total slots for E logical experts at width ep under a phase's rule.
- * Returns 0 when ep is 0 or the fixed per-GPU count is below E/ep. */
+ * Returns 0 when ep is 0, when the fixed per-GPU count is below E/ep, or
+ * when the total would exceed UINT32_MAX. */
 uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);
 
 #ifdef __cplusplus

@@ -82,7 +82,39 @@ extern bool cli_quiet;
 /* Subcommands. */
 int cmd_plan(int argc, char **argv);
 int cmd_place(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
 extern const struct cli_command_help cmd_plan_help;
 extern const struct cli_command_help cmd_place_help;
+extern const struct cli_command_help cmd_simulate_help;
+
+/* roofline, fit, comm (helpers in cmd-roofline.c). */
+struct mp_model;
+struct mp_hardware;
+struct mp_ep_width;
+enum cli_output { CLI_OUTPUT_TEXT = 0, CLI_OUTPUT_YAML, CLI_OUTPUT_JSON };
+/** Parse --format text|yaml|json. */
+bool cli_parse_output(const char *cmd, const char *text, enum cli_output *out);
+/** Parse a quantity with an optional unit (mp_parse_quantity kind) in [min, max]. */
+bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, const char *kind,
+			double min, double max, double *out);
+/** Load a model and a hardware file, printing diagnostics; an exit status. */
+int cli_load_model_hardware(const char *model_path, const char *hw_path, struct mp_model *model,
+			    struct mp_hardware *hw);
+/** 1 + the drafter's stages (the article: 3 drafted tokens, 4 per request). */
+double cli_default_tokens_per_request(const struct mp_model *model);
+/** An EP width with the given slots, 0 = the article's decode rule (E + 32
+ * rounded up to a multiple of ep; the drafter likewise); an exit status. */
+int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32_t slots,
+	      uint32_t drafter_slots, struct mp_ep_width *out);
+/** "18.8 MB": value with an SI prefix and unit, 4 significant digits. */
+void cli_si(double value, const char *unit, char *buf, size_t size);
+/** Emit doc (YAML or JSON) to stdout and destroy it; an exit status. */
+int cli_emit_doc(struct mp_doc *doc, enum cli_output format);
+int cmd_roofline(int argc, char **argv);
+int cmd_fit(int argc, char **argv);
+int cmd_comm(int argc, char **argv);
+extern const struct cli_command_help cmd_roofline_help;
+extern const struct cli_command_help cmd_fit_help;
+extern const struct cli_command_help cmd_comm_help;
 
 #endif

@@ -1,9 +1,170 @@
-/* moeplan plan: placeholder until the plan pipeline lands (lead). */
+/* moeplan plan: scenario in, deployment plan out. */
 #include "cli.h"
-const struct cli_command_help cmd_plan_help = {.name = "plan", .synopsis = "moeplan plan [SCENARIO]", .description = "", .options = (const struct option[]){{0}}, .help = NULL, .examples = NULL};
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "moeplan/loader.h"
+#include "moeplan/plan.h"
+
+#ifndef MOEPLAN_DATADIR
+#define MOEPLAN_DATADIR "/usr/local/share/moeplan"
+#endif
+
+static const struct option plan_options[] = {
+	{"output", required_argument, NULL, 'o'},
+	{"format", required_argument, NULL, 'f'},
+	{"time-limit", required_argument, NULL, 't'},
+	{"threads", required_argument, NULL, 'j'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static const struct cli_option_help plan_help[] = {
+	{"FILE", "write the plan to FILE atomically ('-' = stdout, the default)"},
+	{"FMT", "yaml (default) or json"},
+	{"SECONDS", "solver time limit per MoE layer (default: the scenario's, else 10)"},
+	{"N", "solver threads over layers (default: number of CPUs; results do not depend on it)"},
+	{NULL, "show GLPK's own log on stderr"},
+	{NULL, "show this help"},
+};
+
+const struct cli_command_help cmd_plan_help = {
+	.name = "plan",
+	.synopsis = "moeplan plan [SCENARIO] [-o FILE] [--format yaml|json] [options]",
+	.description =
+		"Reads a scenario (model, prefill and decode hardware, traffic, serving targets),\n"
+		"chooses the prefill EP width (the smallest that fits in HBM) and the decode EP\n"
+		"width (the widest the scale-up domain allows, preferring more tokens per expert),\n"
+		"sizes the slots, audits HBM, places every expert and redundant replica of every\n"
+		"MoE layer with GLPK, and writes the plan. SCENARIO defaults to plans/default.yaml\n"
+		"(then " MOEPLAN_DATADIR "/plans/default.yaml).",
+	.options = plan_options,
+	.help = plan_help,
+	.examples =
+		"  moeplan plan plans/default.yaml -o plan.yaml\n"
+		"  moeplan plan plans/olmoe-github.yaml --format json -o - | jq '.decode.placement.layers[0]'\n",
+};
+
+static void progress(void *user, uint32_t done, uint32_t total, double worst_gap)
+{
+	const struct timespec *start = user;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double t = (double)(now.tv_sec - start->tv_sec) + 1e-9 * (double)(now.tv_nsec - start->tv_nsec);
+	fprintf(stderr, "\rplacing: %u/%u layers, %.1f s, worst gap %.2f%%   ", done, total, t,
+		100.0 * worst_gap);
+	if (done == total) {
+		fputc('\n', stderr);
+	}
+}
+
+static const char *default_scenario(void)
+{
+	static const char *const candidates[] = {
+		"plans/default.yaml",
+		MOEPLAN_DATADIR "/plans/default.yaml",
+	};
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		if (access(candidates[i], R_OK) == 0) {
+			return candidates[i];
+		}
+	}
+	return candidates[0];
+}
+
 int cmd_plan(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return EXIT_USAGE;
+	const char *output = NULL;
+	bool json = false;
+	struct mp_plan_options opts;
+	mp_plan_options_init(&opts);
+	opts.place.time_limit_s = 0; /* 0 = take the scenario's */
+	char shorts[64];
+	cli_short_options(plan_options, shorts, sizeof(shorts));
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, plan_options, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'f':
+			if (!cli_parse_format("plan", optarg, &json)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 't':
+			if (!cli_parse_double("plan", "time-limit", optarg, 0.001, 1e6, &opts.place.time_limit_s)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			if (!cli_parse_u32("plan", "threads", optarg, 1, 1024, &opts.place.threads)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'v':
+			opts.place.verbose = true;
+			break;
+		case 'h':
+			cli_print_help(&cmd_plan_help, stdout);
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "Try 'moeplan plan --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);
+	}
+	const char *path = optind < argc ? argv[optind] : default_scenario();
+	if (cli_same_file(output, path)) {
+		return cli_usage("plan", "-o '%s' is the scenario itself; refusing to overwrite an input", output);
+	}
+
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	if (!cli_quiet && isatty(2)) {
+		opts.place.progress = progress;
+		opts.place.progress_user = &start;
+	}
+
+	int status = EXIT_INPUT;
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	struct mp_scenario scenario;
+	mp_scenario_init(&scenario);
+	struct mp_plan plan;
+	mp_plan_init(&plan);
+	struct mp_doc *doc = NULL;
+
+	int rc = mp_load_scenario(path, &scenario, &diags);
+	if (rc) {
+		goto out;
+	}
+	if (cli_same_file(output, scenario.model_path)) {
+		status = cli_usage("plan", "-o '%s' is the model file; refusing to overwrite an input", output);
+		goto out;
+	}
+	rc = mp_plan_build(&scenario, &opts, &plan, &diags);
+	if (rc) {
+		status = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;
+		goto out;
+	}
+	doc = mp_plan_to_doc(&plan, &scenario);
+	status = cli_emit(doc, output, json);
+out:
+	cli_print_diags(&diags);
+	if (rc && diags.count == 0) {
+		cli_error("%s: %s", path, mp_strerror(rc));
+	}
+	mp_doc_destroy(doc);
+	mp_plan_finish(&plan);
+	mp_scenario_finish(&scenario);
+	mp_diags_finish(&diags);
+	return status;
 }

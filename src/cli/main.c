@@ -20,6 +20,10 @@ struct command {
 static const struct command commands[] = {
 	{"plan", "plan EP widths, slots and placement for a scenario", cmd_plan, &cmd_plan_help},
 	{"place", "place experts and replicas for given loads", cmd_place, &cmd_place_help},
+	{"simulate", "Monte Carlo routing: busiest GPU over mean for a plan or EP width", cmd_simulate, &cmd_simulate_help},
+	{"roofline", "the routed experts' roofline: tokens per expert, intensity, ridge, time", cmd_roofline, &cmd_roofline_help},
+	{"fit", "HBM per GPU: weights, KV cache, buffers; does a batch fit", cmd_fit, &cmd_fit_help},
+	{"comm", "dispatch/combine bytes per MoE layer on NVLink and network", cmd_comm, &cmd_comm_help},
 };
 
 static const size_t n_commands = sizeof(commands) / sizeof(commands[0]);

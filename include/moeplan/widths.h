@@ -1,0 +1,132 @@
+/* moeplan: choosing the expert-parallel width of each phase.
+ *
+ * Pure functions over the model, a phase's spec (scenario.h) and the
+ * roofline and capacity models; no I/O. The rules are the article's
+ * ("Prefill wants the opposite"): "prefill uses the smallest EP that HBM
+ * allows, between 2 and 8, and decode uses the largest EP that the
+ * available GPUs allow". Decode candidates within min(scale-up domain,
+ * GPUs) are ranked by predicted per-GPU throughput at the phase's batch,
+ * which at a fixed batch per GPU is the inverse of the routed-expert time
+ * per step (roofline.h); ties go to more tokens per expert, then to the
+ * wider group.
+ */
+#ifndef MOEPLAN_WIDTHS_H
+#define MOEPLAN_WIDTHS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "moeplan/capacity.h"
+#include "moeplan/model.h"
+#include "moeplan/roofline.h"
+#include "moeplan/scenario.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mp_phase_kind {
+	MP_PHASE_PREFILL = 0,
+	MP_PHASE_DECODE,
+};
+
+/** Why a candidate width was chosen or not (the first rule it fails). */
+enum mp_width_verdict {
+	MP_WIDTH_CHOSEN = 0,
+	MP_WIDTH_OUTRANKED,        /**< feasible; slower than the pick, or as fast with fewer
+				        tokens per expert (or narrower) */
+	MP_WIDTH_BELOW_RIDGE,      /**< feasible and slower, its experts below the ridge */
+	MP_WIDTH_WIDER_THAN_NEEDED,/**< prefill: a narrower width fits */
+	MP_WIDTH_NO_FIT,           /**< HBM cannot hold weights, KV cache and buffers */
+	MP_WIDTH_EXCEEDS_DOMAIN,   /**< decode: wider than the scale-up domain */
+	MP_WIDTH_EXCEEDS_GPUS,     /**< wider than the GPUs the phase has */
+	MP_WIDTH_OUT_OF_RANGE,     /**< outside the phase's [ep_min, ep_max] */
+	MP_WIDTH_TOO_FEW_EXPERTS,  /**< more GPUs than logical experts */
+	MP_WIDTH_NO_SLOTS,         /**< the slot rule gives no valid count at this width */
+	MP_WIDTH_NOT_FIXED,        /**< the phase fixes another width */
+};
+
+/** Lower-case name of a verdict ("chosen", "no-fit", ...). */
+const char *mp_width_verdict_name(enum mp_width_verdict verdict);
+
+/** One candidate width with the figures it was judged on. The figures are
+ * valid when `evaluated` (the slot rule gave a count and the models ran). */
+struct mp_width_candidate {
+	struct mp_ep_width width;
+	bool evaluated;
+	bool rule_short;              /**< the phase's fixed slots per GPU cannot cover E at this
+					   width; the figures use round_up(E, ep) slots instead */
+	double tokens_per_gpu;        /**< b, per step */
+	double tokens_per_expert;     /**< t of the main model */
+	double ridge_tokens;          /**< t* */
+	double intensity;             /**< FLOP/byte at t */
+	bool compute_bound;           /**< t >= t* */
+	double expert_time_s;         /**< routed-expert time per step per GPU (X) */
+	double tokens_per_s_per_gpu;  /**< b / X: the expert-bound throughput */
+	struct mp_capacity hbm;       /**< per-GPU HBM breakdown */
+	enum mp_width_verdict verdict;
+	char reason[192];             /**< one sentence for a user */
+};
+
+/** The ranked candidates of one phase; caller-owned (init/finish). */
+struct mp_widths {
+	enum mp_phase_kind phase;
+	size_t count;
+	struct mp_width_candidate *items;   /**< ascending EP; owned */
+	bool has_choice;
+	size_t chosen;                      /**< index into items when has_choice */
+	uint32_t limit;                     /**< widest EP the phase may use */
+};
+
+void mp_widths_init(struct mp_widths *widths);
+
+/** Free the candidates; accepts NULL. */
+void mp_widths_finish(struct mp_widths *widths);
+
+/** The drafter's slots at width ep: the phase's rule (mp_phase_slots,
+ * scenario.h) for MIN_REDUNDANT and PER_GPU (the article applies the same
+ * rule to the drafter's 128 experts: 160 at EP8, 192 at EP64),
+ * round_up(E, ep) under FIXED_PER_GPU. 0 without a drafter. */
+uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct mp_model *model,
+				 uint32_t ep);
+
+/** Fill a width from the phase's slot rules (mp_phase_slots for the main
+ * model, mp_widths_drafter_slots for the drafter). Returns 0, or
+ * MP_EINVAL when the rule gives no valid count. */
+int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *phase, uint32_t ep,
+		    struct mp_ep_width *out);
+
+/** The capacity input of a phase at one width: decode holds
+ * requests_per_gpu requests of context_tokens and steps
+ * requests_per_gpu * tokens_per_request tokens; prefill steps chunk_tokens
+ * and holds requests_per_gpu requests (or, when 0, the ceil(chunk /
+ * context) prompts being prefilled) of context_tokens. */
+void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
+			      const struct mp_ep_width *width, struct mp_capacity_input *out);
+
+/** Rank candidate widths of a phase and pick one. Candidates: the powers
+ * of two up to the first above the phase's limit, the limit, the scale-up
+ * domain, the GPU count, ep_min, ep_max and a fixed ep. The limit is
+ * min(domain, gpus) for decode (gpus 0 = one domain) and ep_max (else the
+ * GPUs, else 8) for prefill. A fixed phase->ep is chosen if it passes
+ * every rule. cap_opts and roof_opts may be NULL (defaults). Returns 0
+ * (out->has_choice false when no candidate passes, each item saying why),
+ * MP_EINVAL (a model without experts or top_k), or MP_ENOMEM. out must be
+ * initialised; its previous items are freed. */
+int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
+		   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+		   const struct mp_roofline_options *roof_opts, struct mp_widths *out);
+
+/** The smallest EP in [lo, hi] (every integer) at which the phase fits in
+ * HBM (mp_capacity_compute with mp_widths_capacity_input). Returns 0,
+ * MP_ENOFIT when none does, or MP_EINVAL (lo 0 or lo > hi). */
+int mp_widths_min_fit_ep(const struct mp_model *model, const struct mp_phase_spec *phase,
+			 enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			 uint32_t lo, uint32_t hi, uint32_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,335 @@
+/* moeplan fit: does a batch fit in one GPU's HBM? The per-GPU breakdown,
+ * the verdict, the headroom and the largest batch that fits. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/capacity.h"
+#include "moeplan/roofline.h"
+
+enum {
+	OPT_DRAFTER_SLOTS = 256,
+	OPT_CHUNK,
+	OPT_RESERVE,
+	OPT_BUFFERS,
+	OPT_BUFFER_TOKENS,
+	OPT_NO_WORKSPACE,
+};
+
+static const struct option fit_options[] = {
+	{"model", required_argument, NULL, 'm'},
+	{"hardware", required_argument, NULL, 'H'},
+	{"ep", required_argument, NULL, 'e'},
+	{"requests", required_argument, NULL, 'r'},
+	{"context", required_argument, NULL, 'c'},
+	{"tokens-per-request", required_argument, NULL, 'T'},
+	{"slots", required_argument, NULL, 's'},
+	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
+	{"chunk-tokens", required_argument, NULL, OPT_CHUNK},
+	{"reserve", required_argument, NULL, OPT_RESERVE},
+	{"buffers", required_argument, NULL, OPT_BUFFERS},
+	{"buffer-tokens", required_argument, NULL, OPT_BUFFER_TOKENS},
+	{"no-workspace", no_argument, NULL, OPT_NO_WORKSPACE},
+	{"format", required_argument, NULL, 'f'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static const struct cli_option_help fit_help[] = {
+	{"M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)"},
+	{"H", "hardware file (hardware/*.yaml) (required)"},
+	{"N", "EP width (required)"},
+	{"R", "concurrent requests per GPU (required)"},
+	{"C", "context tokens each request's KV cache holds (required)"},
+	{"T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)"},
+	{"S", "routed slots per layer (default: E + 32 rounded up to a multiple of N)"},
+	{"S", "the drafter's slots (default: its experts + 32, rounded up likewise)"},
+	{"T", "prefill: tokens per GPU per step (normal-mode buffers instead of low-latency)"},
+	{"BYTES", "runtime reserve, e.g. '3.9 GB' (default 3.9 GB: CUDA context, NCCL, slack)"},
+	{"MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout"},
+	{"T", "tokens per rank the buffers are sized for (default: the step's tokens per GPU)"},
+	{NULL, "leave out the MoE activation workspace"},
+	{"FMT", "text (default), yaml or json"},
+	{NULL, "show this help"},
+};
+
+const struct cli_command_help cmd_fit_help = {
+	.name = "fit",
+	.synopsis = "moeplan fit --model M --hardware H --ep N --requests R --context C\n"
+		    "                   [--format json] [options]",
+	.description =
+		"Audits one GPU's HBM at an EP width and a batch: the routed-expert slots it holds\n"
+		"(replicas included), the shared experts, the dense and attention weights, the\n"
+		"drafter, the KV cache of R requests at C tokens, DeepEP's dispatch/combine buffers,\n"
+		"the MoE activation workspace and a runtime reserve; then the free bytes, the\n"
+		"verdict and the largest number of requests per GPU that fits at C tokens.\n"
+		"Exit status 0 when the batch fits, 1 when it does not (or on bad input).",
+	.options = fit_options,
+	.help = fit_help,
+	.examples =
+		"  moeplan fit -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 -r 256 -c 131072\n"
+		"  moeplan fit -m plans/models/deepseek-v4.1-flash.yaml -H hardware/hgx-b200.yaml --ep 2 -r 1 -c 16384 \\\n"
+		"      --slots 392 --chunk-tokens 16384 --format json\n",
+};
+
+static bool parse_buffers(const char *text, enum mp_buffer_mode *out)
+{
+	static const struct {
+		const char *name;
+		enum mp_buffer_mode mode;
+	} names[] = {
+		{"auto", MP_BUFFERS_AUTO},
+		{"low-latency", MP_BUFFERS_LOW_LATENCY},
+		{"normal", MP_BUFFERS_NORMAL},
+		{"none", MP_BUFFERS_NONE},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(text, names[i].name) == 0) {
+			*out = names[i].mode;
+			return true;
+		}
+	}
+	cli_usage("fit", "--buffers '%s': expected auto, low-latency, normal or none", text);
+	return false;
+}
+
+static const char *buffers_name(enum mp_buffer_mode mode)
+{
+	switch (mode) {
+	case MP_BUFFERS_LOW_LATENCY:
+		return "low-latency";
+	case MP_BUFFERS_NORMAL:
+		return "normal";
+	case MP_BUFFERS_NONE:
+		return "none";
+	case MP_BUFFERS_AUTO:
+		break;
+	}
+	return "auto";
+}
+
+static struct mp_doc *fit_doc(const struct mp_model *m, const struct mp_hardware *hw,
+			      const struct mp_capacity_input *in, const struct mp_capacity *c,
+			      bool have_max, uint64_t max_requests)
+{
+	struct mp_doc *d = mp_doc_map();
+	mp_doc_put_string(d, "model", m->name ? m->name : "");
+	mp_doc_put_string(d, "hardware", hw->name ? hw->name : "");
+	mp_doc_put_string(d, "phase", in->prefill ? "prefill" : "decode");
+	mp_doc_put_int(d, "ep", in->width.ep);
+	mp_doc_put_int(d, "slots", in->width.slots);
+	mp_doc_put_int(d, "slots_per_gpu", in->width.slots / in->width.ep);
+	if (m->drafter.moe_stages > 0) {
+		mp_doc_put_int(d, "drafter_slots", in->width.drafter_slots);
+	}
+	mp_doc_put_real(d, "requests_per_gpu", in->requests);
+	mp_doc_put_real(d, "context_tokens", in->context_tokens);
+	mp_doc_put_real(d, "tokens_per_gpu", c->tokens_per_gpu);
+	mp_doc_put_real(d, "kv_bytes_per_token", c->kv_bytes_per_token);
+	mp_doc_put_real(d, "kv_bytes_per_request", c->kv_bytes_per_request);
+	struct mp_doc *h = mp_doc_map();
+	mp_doc_put_int(h, "capacity_bytes", (int64_t)c->capacity_bytes);
+	mp_doc_put_int(h, "routed_bytes", (int64_t)c->routed_bytes);
+	mp_doc_put_int(h, "shared_bytes", (int64_t)c->shared_bytes);
+	mp_doc_put_int(h, "dense_bytes", (int64_t)c->dense_bytes);
+	mp_doc_put_int(h, "drafter_bytes", (int64_t)c->drafter_bytes);
+	mp_doc_put_int(h, "weights_bytes", (int64_t)c->weights_bytes);
+	mp_doc_put_int(h, "kv_cache_bytes", (int64_t)c->kv_bytes);
+	mp_doc_put_int(h, "buffer_bytes", (int64_t)c->buffer_bytes);
+	mp_doc_put_string(h, "buffer_layout", buffers_name(c->buffers));
+	mp_doc_put_int(h, "workspace_bytes", (int64_t)c->workspace_bytes);
+	mp_doc_put_int(h, "reserve_bytes", (int64_t)c->reserve_bytes);
+	mp_doc_put_int(h, "used_bytes", (int64_t)c->used_bytes);
+	mp_doc_put_int(h, "free_bytes", c->free_bytes);
+	mp_doc_put(d, "hbm", h);
+	mp_doc_put_bool(d, "fits", c->fits);
+	mp_doc_put_real(d, "headroom", (double)c->free_bytes / (double)c->capacity_bytes);
+	if (have_max) {
+		mp_doc_put_int(d, "max_requests_per_gpu", (int64_t)max_requests);
+	} else {
+		mp_doc_put(d, "max_requests_per_gpu", mp_doc_null());
+	}
+	return d;
+}
+
+static void line(const char *label, uint64_t bytes, const char *note)
+{
+	char b[32];
+	cli_si((double)bytes, "B", b, sizeof(b));
+	printf("  %-18s %12s%s%s\n", label, b, note[0] ? "  " : "", note);
+}
+
+static void print_fit(const struct mp_model *m, const struct mp_hardware *hw,
+		      const struct mp_capacity_input *in, const struct mp_capacity *c, bool have_max,
+		      uint64_t max_requests)
+{
+	char note[160], w[32], cap[32], fr[32];
+	struct mp_expert_cost e;
+	mp_roofline_expert(m, &e);
+	printf("%s on %s, %s at EP%u: %u slots (%u per GPU), %.4g requests x %.0f tokens of context\n",
+	       m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)",
+	       in->prefill ? "prefill" : "decode", in->width.ep, in->width.slots,
+	       in->width.slots / in->width.ep, in->requests, in->context_tokens);
+	cli_si(e.weight_bytes, "B", w, sizeof(w));
+	snprintf(note, sizeof(note), "%u slots x %u layers x %s", in->width.slots / in->width.ep,
+		 m->moe_layers, w);
+	line("routed experts", c->routed_bytes, note);
+	line("shared experts", c->shared_bytes, "");
+	line("dense/attention", c->dense_bytes, "");
+	line("drafter", c->drafter_bytes, "");
+	snprintf(note, sizeof(note), "%.6g B/token x %.0f tokens x %.4g requests", c->kv_bytes_per_token,
+		 in->context_tokens, in->requests);
+	line("KV cache", c->kv_bytes, note);
+	snprintf(note, sizeof(note), "DeepEP %s, %.0f tokens per rank", buffers_name(c->buffers),
+		 c->tokens_per_gpu);
+	line("dispatch/combine", c->buffer_bytes, note);
+	line("MoE workspace", c->workspace_bytes, "");
+	line("reserve", c->reserve_bytes, "");
+	cli_si((double)c->capacity_bytes, "B", cap, sizeof(cap));
+	snprintf(note, sizeof(note), "of %s", cap);
+	line("total", c->used_bytes, note);
+	cli_si(fabs((double)c->free_bytes), "B", fr, sizeof(fr));
+	if (c->fits) {
+		printf("fits: %s free (%.1f%% headroom)\n", fr,
+		       100.0 * (double)c->free_bytes / (double)c->capacity_bytes);
+	} else {
+		printf("does not fit: %s short\n", fr);
+	}
+	if (have_max) {
+		printf("largest batch at %.0f tokens of context: %llu requests per GPU\n", in->context_tokens,
+		       (unsigned long long)max_requests);
+	} else {
+		printf("largest batch at %.0f tokens of context: none (the rest does not fit without requests)\n",
+		       in->context_tokens);
+	}
+}
+
+int cmd_fit(int argc, char **argv)
+{
+	const char *model_path = NULL;
+	const char *hw_path = NULL;
+	uint32_t ep = 0, slots = 0, drafter_slots = 0;
+	double requests = -1.0, context = -1.0, tpr = -1.0, chunk = 0.0;
+	enum cli_output format = CLI_OUTPUT_TEXT;
+	struct mp_capacity_options opts;
+	mp_capacity_options_init(&opts);
+	char shorts[64];
+	cli_short_options(fit_options, shorts, sizeof(shorts));
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, fit_options, NULL)) != -1) {
+		bool ok = true;
+		double v = 0.0;
+		switch (c) {
+		case 'm':
+			model_path = optarg;
+			break;
+		case 'H':
+			hw_path = optarg;
+			break;
+		case 'e':
+			ok = cli_parse_u32("fit", "ep", optarg, 1, 1u << 20, &ep);
+			break;
+		case 'r':
+			ok = cli_parse_double("fit", "requests", optarg, 0, 1e9, &requests);
+			break;
+		case 'c':
+			ok = cli_parse_double("fit", "context", optarg, 0, 1e12, &context);
+			break;
+		case 'T':
+			ok = cli_parse_double("fit", "tokens-per-request", optarg, 0, 1e6, &tpr);
+			break;
+		case 's':
+			ok = cli_parse_u32("fit", "slots", optarg, 1, 1u << 24, &slots);
+			break;
+		case OPT_DRAFTER_SLOTS:
+			ok = cli_parse_u32("fit", "drafter-slots", optarg, 1, 1u << 24, &drafter_slots);
+			break;
+		case OPT_CHUNK:
+			ok = cli_parse_double("fit", "chunk-tokens", optarg, 1, 1e9, &chunk);
+			break;
+		case OPT_RESERVE:
+			ok = cli_parse_quantity("fit", "reserve", optarg, "bytes", 0, 1e15, &v);
+			opts.reserve_bytes = (uint64_t)v;
+			break;
+		case OPT_BUFFERS:
+			ok = parse_buffers(optarg, &opts.buffers);
+			break;
+		case OPT_BUFFER_TOKENS:
+			ok = cli_parse_double("fit", "buffer-tokens", optarg, 1, 1e9, &opts.buffer_tokens_per_rank);
+			break;
+		case OPT_NO_WORKSPACE:
+			opts.workspace = false;
+			break;
+		case 'f':
+			ok = cli_parse_output("fit", optarg, &format);
+			break;
+		case 'h':
+			cli_print_help(&cmd_fit_help, stdout);
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "Try 'moeplan fit --help'.\n");
+			return EXIT_USAGE;
+		}
+		if (!ok) {
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		return cli_usage("fit", "unexpected argument '%s'", argv[optind]);
+	}
+	if (!model_path || !hw_path || ep == 0 || requests < 0 || context < 0) {
+		return cli_usage("fit", "--model, --hardware, --ep, --requests and --context are required");
+	}
+
+	struct mp_model model;
+	struct mp_hardware hw;
+	mp_model_init(&model);
+	mp_hardware_init(&hw);
+	int status = cli_load_model_hardware(model_path, hw_path, &model, &hw);
+	if (status) {
+		goto out;
+	}
+	struct mp_capacity_input in = {
+		.prefill = chunk > 0.0,
+		.requests = requests,
+		.context_tokens = context,
+		.tokens_per_request = tpr >= 0 ? tpr : cli_default_tokens_per_request(&model),
+		.chunk_tokens = chunk,
+	};
+	status = cli_width("fit", &model, ep, slots, drafter_slots, &in.width);
+	if (status) {
+		goto out;
+	}
+	struct mp_capacity cap;
+	int rc = mp_capacity_compute(&model, &hw, &opts, &in, &cap);
+	if (rc) {
+		cli_error("%s on %s: %s (does the hardware give its HBM capacity?)", model_path, hw_path,
+			  mp_strerror(rc));
+		status = EXIT_INPUT;
+		goto out;
+	}
+	uint64_t max_requests = 0;
+	rc = mp_capacity_max_requests(&model, &hw, &opts, &in, &max_requests);
+	if (rc && rc != MP_ENOFIT && rc != MP_EINVAL) {
+		cli_error("%s: %s", model_path, mp_strerror(rc));
+		status = EXIT_INPUT;
+		goto out;
+	}
+	bool have_max = rc == 0;
+	if (format == CLI_OUTPUT_TEXT) {
+		print_fit(&model, &hw, &in, &cap, have_max, max_requests);
+		status = EXIT_OK;
+	} else {
+		status = cli_emit_doc(fit_doc(&model, &hw, &in, &cap, have_max, max_requests), format);
+	}
+	if (status == EXIT_OK && !cap.fits) {
+		status = EXIT_INPUT;
+	}
+out:
+	mp_model_finish(&model);
+	mp_hardware_finish(&hw);
+	return status;
+}

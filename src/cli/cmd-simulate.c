@@ -1,0 +1,358 @@
+/* moeplan simulate: Monte Carlo routing of finite batches over a plan or an
+ * EP width, and the busiest GPU's share of expert visits. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/loader.h"
+#include "moeplan/simulate.h"
+
+static const struct option simulate_options[] = {
+	{"plan", required_argument, NULL, 'p'},
+	{"phase", required_argument, NULL, 'P'},
+	{"model", required_argument, NULL, 'm'},
+	{"ep", required_argument, NULL, 'e'},
+	{"slots", required_argument, NULL, 's'},
+	{"loads", required_argument, NULL, 'l'},
+	{"top-k", required_argument, NULL, 'k'},
+	{"requests", required_argument, NULL, 'r'},
+	{"tokens-per-request", required_argument, NULL, 'T'},
+	{"steps", required_argument, NULL, 'n'},
+	{"seed", required_argument, NULL, 'S'},
+	{"prefer-local", no_argument, NULL, 'L'},
+	{"threads", required_argument, NULL, 'j'},
+	{"output", required_argument, NULL, 'o'},
+	{"format", required_argument, NULL, 'f'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static const struct cli_option_help simulate_help[] = {
+	{"PLAN", "slot->expert map: plan, placement, SGLang, vLLM"},
+	{"PHASE", "phase of a full plan: decode (default), prefill"},
+	{"MODEL", "model file: experts and top-k"},
+	{"N", "EP width; with --plan, GPUs of a bare map"},
+	{"S", "slots per GPU without a plan (default E/N, up)"},
+	{"LOADS", "popularity per layer (default uniform)"},
+	{"K", "experts per token (default: the model's)"},
+	{"R", "requests per GPU per step (required)"},
+	{"T", "tokens per request per step (default 1)"},
+	{"N", "routing samples (default 10000)"},
+	{"SEED", "random seed, 0 to 2^63-1 (default 1)"},
+	{NULL, "use a replica on the sending GPU if it has one"},
+	{"N", "worker threads (default: CPUs; same results)"},
+	{"FILE", "write the report to FILE (default '-', stdout)"},
+	{"FMT", "yaml (default) or json"},
+	{NULL, "show this help"},
+};
+
+const struct cli_command_help cmd_simulate_help = {
+	.name = "simulate",
+	.synopsis = "moeplan simulate (--plan PLAN | --model M --ep N [--slots S]) [--top-k K]\n"
+		    "                        [--loads L] --requests R [--tokens-per-request T]\n"
+		    "                        [--steps N] [--seed S] [--format yaml|json] [options]",
+	.description =
+		"Draws the routing of finite batches: every GPU sends R x T tokens, each token\n"
+		"picks top-k distinct experts with probability proportional to their popularity\n"
+		"(uniform unless --loads is given), each visit goes to one replica of its expert\n"
+		"(uniformly among its replicas, or --prefer-local), and each sample records the\n"
+		"busiest GPU's visits over the mean (R x T x k). Sample s routes MoE layer\n"
+		"s mod layers. Reports the mean, p50, p99 and max of that factor, with the seed\n"
+		"and the number of samples. Without a plan, slot p of the N x S slots holds\n"
+		"expert p mod E. Without --model, give --top-k (and --loads or --plan for the\n"
+		"expert count). Random numbers: xoshiro256** seeded by SplitMix64; results do\n"
+		"not depend on --threads.",
+	.options = simulate_options,
+	.help = simulate_help,
+	.examples =
+		"  moeplan simulate --model M.yaml --ep 64 --requests 8 --tokens-per-request 4\n"
+		"  moeplan simulate --plan plan.yaml --model M.yaml --loads L.csv -r 60 -f json\n",
+};
+
+struct simulate_args {
+	const char *plan;
+	const char *phase;
+	const char *model;
+	const char *loads;
+	const char *output;
+	uint32_t ep;
+	uint32_t slots;
+	uint32_t top_k;
+	uint32_t requests;
+	uint32_t tokens_per_request;
+	uint32_t steps;
+	uint64_t seed;
+	unsigned threads;
+	bool prefer_local;
+	bool json;
+};
+
+static bool parse_seed(const char *text, uint64_t *out)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = strtoull(text, &end, 10);
+	/* Seeds are written back as JSON/YAML integers: keep them in int64. */
+	if (errno || end == text || *end != '\0' || strchr(text, '-') || v > INT64_MAX) {
+		cli_usage("simulate", "--seed '%s': expected a whole number from 0 to %lld", text,
+			  (long long)INT64_MAX);
+		return false;
+	}
+	*out = (uint64_t)v;
+	return true;
+}
+
+/* Parse the command line; returns -1 to go on, else an exit code. */
+static int parse_args(int argc, char **argv, struct simulate_args *a)
+{
+	char shorts[64];
+	cli_short_options(simulate_options, shorts, sizeof(shorts));
+	optind = 1;
+	int c;
+	uint32_t threads = 0;
+	while ((c = getopt_long(argc, argv, shorts, simulate_options, NULL)) != -1) {
+		bool ok = true;
+		switch (c) {
+		case 'p':
+			a->plan = optarg;
+			break;
+		case 'P':
+			if (strcmp(optarg, "decode") != 0 && strcmp(optarg, "prefill") != 0) {
+				return cli_usage("simulate", "--phase '%s': expected 'decode' or 'prefill'",
+						 optarg);
+			}
+			a->phase = optarg;
+			break;
+		case 'm':
+			a->model = optarg;
+			break;
+		case 'e':
+			ok = cli_parse_u32("simulate", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
+			break;
+		case 's':
+			ok = cli_parse_u32("simulate", "slots", optarg, 1, MP_MAX_SLOTS_PER_GPU, &a->slots);
+			break;
+		case 'l':
+			a->loads = optarg;
+			break;
+		case 'k':
+			ok = cli_parse_u32("simulate", "top-k", optarg, 1, MP_SIMULATE_MAX_TOP_K, &a->top_k);
+			break;
+		case 'r':
+			ok = cli_parse_u32("simulate", "requests", optarg, 1, UINT32_MAX, &a->requests);
+			break;
+		case 'T':
+			ok = cli_parse_u32("simulate", "tokens-per-request", optarg, 1, UINT32_MAX,
+					   &a->tokens_per_request);
+			break;
+		case 'n':
+			ok = cli_parse_u32("simulate", "steps", optarg, 1, MP_SIMULATE_MAX_STEPS, &a->steps);
+			break;
+		case 'S':
+			ok = parse_seed(optarg, &a->seed);
+			break;
+		case 'L':
+			a->prefer_local = true;
+			break;
+		case 'j':
+			ok = cli_parse_u32("simulate", "threads", optarg, 1, 1024, &threads);
+			a->threads = threads;
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'f':
+			ok = cli_parse_format("simulate", optarg, &a->json);
+			break;
+		case 'h':
+			cli_print_help(&cmd_simulate_help, stdout);
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "Try 'moeplan simulate --help'.\n");
+			return EXIT_USAGE;
+		}
+		if (!ok) {
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		return cli_usage("simulate", "unexpected argument '%s'", argv[optind]);
+	}
+	if (!a->plan && !((a->model || a->loads) && a->ep)) {
+		return cli_usage("simulate", "give --plan PLAN, or --model M (or --loads L) with --ep N");
+	}
+	if (a->plan && a->slots) {
+		return cli_usage("simulate", "--slots goes with --model and --ep, not with --plan");
+	}
+	if (a->phase && !a->plan) {
+		return cli_usage("simulate", "--phase goes with --plan");
+	}
+	if (!a->model && !a->top_k) {
+		return cli_usage("simulate", "without --model, give --top-k K");
+	}
+	if (a->requests == 0) {
+		return cli_usage("simulate", "--requests R is required");
+	}
+	if ((uint64_t)a->requests * a->tokens_per_request > UINT32_MAX) {
+		return cli_usage("simulate", "--requests %u x --tokens-per-request %u is too large",
+				 a->requests, a->tokens_per_request);
+	}
+	const char *inputs[] = { a->plan, a->model, a->loads };
+	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+		if (inputs[i] && cli_same_file(a->output, inputs[i])) {
+			return cli_usage("simulate", "-o '%s' is an input; refusing to overwrite it",
+					 a->output);
+		}
+	}
+	return -1;
+}
+
+static struct mp_doc *report(const struct simulate_args *a, const struct mp_model *model,
+			     const struct mp_simulate_result *res)
+{
+	struct mp_doc *root = mp_doc_map();
+	struct mp_doc *sim = mp_doc_map();
+	mp_doc_put(root, "simulate", sim);
+	if (!sim) {
+		return root;
+	}
+	if (a->plan) {
+		mp_doc_put_string(sim, "plan", a->plan);
+		if (a->phase) {
+			mp_doc_put_string(sim, "phase", a->phase);
+		}
+	} else {
+		mp_doc_put_string(sim, "layout", "round_robin");
+	}
+	if (model && model->name) {
+		mp_doc_put_string(sim, "model", model->name);
+	}
+	mp_doc_put_string(sim, "popularity", a->loads ? a->loads : "uniform");
+	mp_doc_put_int(sim, "gpus", res->gpus);
+	mp_doc_put_int(sim, "slots_per_gpu", res->slots_per_gpu);
+	mp_doc_put_int(sim, "experts", res->n_experts);
+	mp_doc_put_int(sim, "layers", res->n_layers);
+	mp_doc_put_int(sim, "top_k", res->top_k);
+	mp_doc_put_int(sim, "requests_per_gpu", a->requests);
+	mp_doc_put_int(sim, "tokens_per_request", a->tokens_per_request);
+	mp_doc_put_int(sim, "tokens_per_gpu", res->tokens_per_gpu);
+	mp_doc_put_string(sim, "dispatch", res->prefer_local ? "prefer_local" : "even");
+	mp_doc_put_int(sim, "steps", res->steps);
+	mp_doc_put(sim, "seed", mp_doc_int((int64_t)res->seed));
+	mp_doc_put_string(sim, "rng", "xoshiro256** seeded by SplitMix64");
+	mp_doc_put_real(sim, "mean_visits_per_gpu", res->mean_visits);
+	struct mp_doc *f = mp_doc_map();
+	mp_doc_put(sim, "busiest_over_mean", f);
+	if (f) {
+		mp_doc_put_real(f, "mean", res->factor_mean);
+		mp_doc_put_real(f, "p50", res->factor_p50);
+		mp_doc_put_real(f, "p99", res->factor_p99);
+		mp_doc_put_real(f, "max", res->factor_max);
+	}
+	if (res->n_layers > 1) {
+		mp_doc_put(sim, "layer_mean", mp_doc_reals(res->layer_factor_mean, res->n_layers));
+	}
+	mp_doc_put(sim, "gpu_mean_visits", mp_doc_reals(res->gpu_mean_visits, res->gpus));
+	return root;
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+	struct simulate_args a = {
+		.tokens_per_request = 1,
+		.steps = MP_SIMULATE_DEFAULT_STEPS,
+		.seed = MP_SIMULATE_DEFAULT_SEED,
+	};
+	int status = parse_args(argc, argv, &a);
+	if (status >= 0) {
+		return status;
+	}
+	status = EXIT_INPUT;
+	int rc = 0;
+	const char *failed = NULL;
+	struct mp_diags diags;
+	struct mp_model model;
+	struct mp_placement map;
+	struct mp_loads loads;
+	struct mp_simulate_result res;
+	struct mp_doc *doc = NULL;
+	mp_diags_init(&diags);
+	mp_model_init(&model);
+	mp_placement_init(&map);
+	mp_loads_init(&loads);
+	mp_simulate_result_init(&res);
+
+	if (a.model) {
+		failed = a.model;
+		rc = mp_load_model(a.model, &model, &diags);
+		if (rc) {
+			goto out;
+		}
+	}
+	if (a.plan) {
+		failed = a.plan;
+		rc = mp_load_map(a.plan, a.phase, a.ep, &map, &diags);
+		if (rc) {
+			goto out;
+		}
+	}
+	if (a.loads) {
+		failed = a.loads;
+		rc = mp_load_loads(a.loads, &loads, &diags);
+		if (rc) {
+			goto out;
+		}
+	}
+	failed = NULL;
+	uint32_t n_experts = a.model ? model.routed_experts
+				     : a.plan  ? map.n_experts
+						: loads.n_experts;
+	if (a.plan && a.model && map.n_experts > model.routed_experts) {
+		mp_diags_add(&diags, a.plan, 0, 0, MP_EINVAL,
+			     "expert ids go up to %u but the model '%s' has %u routed experts",
+			     map.n_experts - 1, a.model, model.routed_experts);
+		goto out;
+	}
+	if (a.plan) {
+		/* A map's expert count is its largest id + 1; the model's
+		 * count is authoritative when both are known. */
+		map.n_experts = n_experts;
+	}
+	if (a.loads && loads.n_experts != n_experts) {
+		mp_diags_add(&diags, a.loads, 0, 0, MP_EINVAL,
+			     "%u experts per layer, expected %u (the %s)", loads.n_experts,
+			     n_experts, a.model ? "model's" : "map's");
+		goto out;
+	}
+	struct mp_simulate_options opts;
+	mp_simulate_options_init(&opts);
+	opts.tokens_per_gpu = a.requests * a.tokens_per_request;
+	opts.top_k = a.top_k ? a.top_k : model.top_k;
+	opts.steps = a.steps;
+	opts.seed = a.seed;
+	opts.prefer_local = a.prefer_local;
+	opts.threads = a.threads;
+	opts.gpus = a.ep;
+	opts.slots_per_gpu = a.slots;
+	opts.n_experts = n_experts;
+	rc = mp_simulate(a.plan ? &map : NULL, a.loads ? &loads : NULL, &opts, &res, &diags);
+	if (rc) {
+		goto out;
+	}
+	doc = report(&a, a.model ? &model : NULL, &res);
+	status = cli_emit(doc, a.output, a.json);
+out:
+	cli_print_diags(&diags);
+	if (rc && diags.count == 0) {
+		cli_error("%s: %s", failed ? failed : "simulate", mp_strerror(rc));
+	}
+	mp_doc_destroy(doc);
+	mp_simulate_result_finish(&res);
+	mp_loads_finish(&loads);
+	mp_placement_finish(&map);
+	mp_model_finish(&model);
+	mp_diags_finish(&diags);
+	return status;
+}

@@ -1,0 +1,202 @@
+/* moeplan loader internals: reading a file, the libyaml document, typed
+ * getters that report `file:line:col` diagnostics, and the quantity parser.
+ * Only src/loader*.c include this header (and <yaml.h>). */
+#ifndef MOEPLAN_LOADER_INTERNAL_H
+#define MOEPLAN_LOADER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <yaml.h>
+
+#include "moeplan/diag.h"
+#include "moeplan/loader.h"
+
+/* After this many errors in one file the rest are dropped (a final record
+ * says so): a 200 MB file of junk must not produce millions of records. */
+#define LD_MAX_ERRORS 100u
+
+/** A whole input file in memory, NUL-terminated (data[size] == 0). */
+struct ld_text {
+	char *data;
+	size_t size;
+};
+
+/** Read path ("-" = standard input) into out. Refuses directories, empty
+ * files, files larger than MP_MAX_INPUT_BYTES and NUL bytes, each with a
+ * diagnostic. Returns 0, MP_EIO or MP_EINVAL (or MP_ENOMEM). */
+int ld_read_text(const char *path, struct ld_text *out, struct mp_diags *diags);
+void ld_text_finish(struct ld_text *text);
+
+/** One YAML (or JSON) file being read. */
+struct ld {
+	const char *path;        /* as given: used in every diagnostic */
+	struct mp_diags *diags;
+	yaml_document_t doc;
+	bool have_doc;
+	int status;              /* 0, MP_EINVAL after any error, MP_ENOMEM wins */
+	size_t errors;
+};
+
+/** Read and parse path. On failure (unreadable, YAML syntax error, empty
+ * document, several documents) the problem is reported and a negative code
+ * returned; ld_close is still safe to call. */
+int ld_open(struct ld *ld, const char *path, struct mp_diags *diags);
+
+/** Parse an in-memory text that was already read (size checks done). */
+int ld_open_text(struct ld *ld, const char *path, const struct ld_text *text,
+		 struct mp_diags *diags);
+
+void ld_close(struct ld *ld);
+
+/** The root node of the document (never NULL after a successful open). */
+yaml_node_t *ld_root(struct ld *ld);
+
+/** Child node by id (NULL when out of range). */
+yaml_node_t *ld_node(struct ld *ld, int id);
+
+/** Report an error at a node's start mark (1-based), or at the file level
+ * when node is NULL. printf-style. */
+void ld_error(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/** Report at an explicit 1-based position (0 = unknown). */
+void ld_error_at(struct ld *ld, int line, int column, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/** Merge a sub-status (from a nested loader) into ld->status. */
+void ld_fail(struct ld *ld, int code);
+
+/** Short English name of a node's kind: "a mapping", "a list", "text". */
+const char *ld_kind_name(const yaml_node_t *node);
+
+/** True for a scalar that is YAML null: empty plain, "~", "null". */
+bool ld_is_null(const yaml_node_t *node);
+
+/** A scalar's text (NUL-terminated), or NULL when node is not a scalar. */
+const char *ld_scalar(const yaml_node_t *node);
+
+/** Check that node is a mapping whose keys are all in `keys`
+ * (NULL-terminated), reporting unknown keys with a "did you mean"
+ * suggestion and duplicate keys. `what` names the mapping in messages
+ * ("" for the top level, else e.g. "drafter"). Returns false (after
+ * reporting) when node is not a mapping. */
+bool ld_check_map(struct ld *ld, const yaml_node_t *node, const char *what,
+		  const char *const *keys);
+
+/** Like ld_check_map without the unknown-key check (Hugging Face configs,
+ * SGLang dumps): only the type and duplicates. */
+bool ld_check_map_lenient(struct ld *ld, const yaml_node_t *node, const char *what);
+
+/** The value of key in a mapping, or NULL when absent or null. The key
+ * node is returned through key_out when not NULL. */
+yaml_node_t *ld_get(struct ld *ld, const yaml_node_t *map, const char *key);
+
+/** True when key is present in the mapping (even with a null value). */
+bool ld_has(struct ld *ld, const yaml_node_t *map, const char *key);
+
+/** The value of a required key; reports "missing required field" at the
+ * mapping (or "needs a value" at a null value) and returns NULL. */
+yaml_node_t *ld_require(struct ld *ld, const yaml_node_t *map, const char *what,
+			const char *key);
+
+/** Join a field path: "drafter" + "top_k" -> "drafter.top_k" into buf. */
+const char *ld_field(char *buf, size_t size, const char *prefix, const char *key);
+
+/* Typed getters: each checks the node (a scalar of the right form, within
+ * [min, max]), reports `field: expected ..., got '...'` otherwise and
+ * returns false leaving *out untouched. A NULL node returns true without
+ * touching *out (the field was not given: the default stays). */
+bool ld_get_u32(struct ld *ld, const yaml_node_t *node, const char *field,
+		uint32_t min, uint32_t max, uint32_t *out);
+bool ld_get_u64(struct ld *ld, const yaml_node_t *node, const char *field,
+		uint64_t min, uint64_t max, uint64_t *out);
+
+/** A real quantity of the given kind (see mp_parse_quantity; NULL = plain
+ * number). min_open makes the lower bound exclusive. */
+bool ld_get_real(struct ld *ld, const yaml_node_t *node, const char *field,
+		 const char *kind, double min, bool min_open, double max, double *out);
+
+/** A number strictly between 0 and 1. */
+bool ld_get_fraction(struct ld *ld, const yaml_node_t *node, const char *field, double *out);
+
+/** A byte count (kind "bytes"), rounded to the nearest byte. */
+bool ld_get_bytes(struct ld *ld, const yaml_node_t *node, const char *field,
+		  uint64_t min, uint64_t max, uint64_t *out);
+
+bool ld_get_bool(struct ld *ld, const yaml_node_t *node, const char *field, bool *out);
+
+/** A string; *out is replaced by a heap copy (the old value freed). */
+bool ld_get_string(struct ld *ld, const yaml_node_t *node, const char *field, char **out);
+
+/** One of names (NULL-terminated), case-insensitive; index into *out. */
+bool ld_get_enum(struct ld *ld, const yaml_node_t *node, const char *field,
+		 const char *const *names, int *out);
+
+bool ld_get_format(struct ld *ld, const yaml_node_t *node, const char *field,
+		   enum mp_format *out);
+bool ld_get_compute(struct ld *ld, const yaml_node_t *node, const char *field,
+		    enum mp_compute *out);
+
+/** Why a quantity did not parse (for messages). */
+enum ld_qerr {
+	LDQ_OK = 0,
+	LDQ_EMPTY,       /* nothing there */
+	LDQ_NOT_NUMBER,  /* no number at the start */
+	LDQ_NONFINITE,   /* nan, inf */
+	LDQ_RANGE,       /* overflows a double, or underflows to a denormal */
+	LDQ_UNIT,        /* unknown unit */
+	LDQ_UNIT_KIND,   /* a unit of another kind ("TB/s" where bytes are expected) */
+	LDQ_NO_UNIT,     /* a unit where none is allowed */
+};
+
+/** Parse "<number> [unit]" for kind ("bytes", "bytes/s", "flop/s",
+ * "seconds", or NULL). Returns LDQ_OK and the value in SI base units. */
+enum ld_qerr ld_parse_quantity(const char *text, const char *kind, double *out);
+
+/** The units accepted for kind, for messages ("B, kB, MB, ..."). */
+const char *ld_units_help(const char *kind);
+
+/** Parse a whole non-negative decimal integer (digits only). Returns
+ * LDQ_OK, LDQ_NOT_NUMBER (anything but digits) or LDQ_RANGE. */
+enum ld_qerr ld_parse_u64(const char *text, uint64_t *out);
+
+/** Optimal string alignment distance (Levenshtein plus transpositions),
+ * case-insensitive; capped at 99. */
+unsigned ld_edit_distance(const char *a, const char *b);
+
+/** The closest candidate within a typo's distance, or NULL. */
+const char *ld_suggest(const char *word, const char *const *candidates);
+
+/** Resolve a path written in file `base`: relative to base's folder when
+ * that file exists, else as given (relative to the current folder).
+ * Returns a heap string or NULL (ENOMEM). *found tells whether the
+ * returned path exists. */
+char *ld_resolve_path(const char *base, const char *path, bool *found);
+
+/** A heap copy of s (NULL on allocation failure). */
+char *ld_strdup(const char *s);
+
+/* Section parsers shared between files. `what` is the field path prefix
+ * ("" at the top level). */
+
+/** A model mapping (moeplan schema, or a Hugging Face config when the
+ * mapping has `model_type` or `architectures`). */
+void ld_parse_model(struct ld *ld, const yaml_node_t *node, const char *what,
+		    struct mp_model *out);
+
+/** A hardware mapping. */
+void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
+		       struct mp_hardware *out);
+
+/** A traffic spec; observed file paths resolve against ld->path. */
+void ld_parse_traffic(struct ld *ld, const yaml_node_t *node, const char *what,
+		      struct mp_traffic *out);
+
+/** A list of lists of loads (or [windows][layers][experts], summed) into
+ * out (allocated here). */
+void ld_parse_loads_array(struct ld *ld, const yaml_node_t *node, const char *what,
+			  struct mp_loads *out);
+
+#endif

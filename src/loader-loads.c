@@ -1,0 +1,849 @@
+/* Expert loads (CSV, YAML/JSON lists, SGLang's logical_count) and
+ * physical-to-logical maps (moeplan plans, SGLang, vLLM, bare arrays). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "loader-internal.h"
+
+/* ------------------------------------------------------------ growable */
+
+struct dvec {
+	double *v;
+	size_t n;
+	size_t cap;
+};
+
+static bool dvec_push(struct dvec *d, double x)
+{
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 1024;
+		if (cap > SIZE_MAX / sizeof(double)) {
+			return false;
+		}
+		double *v = realloc(d->v, cap * sizeof(double));
+		if (!v) {
+			return false;
+		}
+		d->v = v;
+		d->cap = cap;
+	}
+	d->v[d->n++] = x;
+	return true;
+}
+
+/* Move a finished [rows][cols] table into out (replacing what it held). */
+static int loads_from(struct mp_loads *out, const double *v, uint32_t rows, uint32_t cols,
+		      char *source)
+{
+	struct mp_loads tmp;
+	mp_loads_init(&tmp);
+	int rc = mp_loads_alloc(&tmp, rows, cols);
+	if (rc != 0) {
+		free(source);
+		return rc;
+	}
+	memcpy(tmp.w, v, (size_t)rows * cols * sizeof(double));
+	tmp.source = source;
+	mp_loads_finish(out);
+	*out = tmp;
+	return 0;
+}
+
+/* ------------------------------------------------------------------- CSV */
+
+static char *csv_source(const char *comment, size_t len)
+{
+	while (len > 0 && (*comment == '#' || *comment == ' ' || *comment == '\t')) {
+		comment++;
+		len--;
+	}
+	if (len >= 7 && strncasecmp(comment, "source:", 7) == 0) {
+		comment += 7;
+		len -= 7;
+		while (len > 0 && (*comment == ' ' || *comment == '\t')) {
+			comment++;
+			len--;
+		}
+	}
+	while (len > 0 && isspace((unsigned char)comment[len - 1])) {
+		len--;
+	}
+	char *s = malloc(len + 1);
+	if (s) {
+		memcpy(s, comment, len);
+		s[len] = '\0';
+	}
+	return s;
+}
+
+static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int column,
+		     double *out, bool *ok)
+{
+	char buf[72];
+	*ok = false;
+	if (len == 0) {
+		ld_error_at(ld, line, column, "empty cell (two commas in a row or a comma at the end)");
+		return;
+	}
+	size_t n = len < sizeof(buf) - 4 ? len : sizeof(buf) - 4;
+	memcpy(buf, cell, n);
+	buf[n] = '\0';
+	if (n < len) {
+		memcpy(buf + n, "...", 4);
+	}
+	double v = 0.0;
+	enum ld_qerr e = n < len ? LDQ_NOT_NUMBER : ld_parse_quantity(buf, NULL, &v);
+	switch (e) {
+	case LDQ_OK:
+		if (v < 0.0) {
+			ld_error_at(ld, line, column, "'%s': loads must be >= 0", buf);
+			return;
+		}
+		*out = v;
+		*ok = true;
+		return;
+	case LDQ_NONFINITE:
+		ld_error_at(ld, line, column, "'%s' is not a finite number (loads are counts >= 0)", buf);
+		return;
+	case LDQ_RANGE:
+		ld_error_at(ld, line, column, "'%s' is out of range (loads are counts >= 0)", buf);
+		return;
+	case LDQ_EMPTY:
+	case LDQ_NOT_NUMBER:
+	case LDQ_UNIT:
+	case LDQ_UNIT_KIND:
+	case LDQ_NO_UNIT:
+		break;
+	}
+	ld_error_at(ld, line, column, "'%s' is not a number (loads are counts >= 0)", buf);
+}
+
+/* One row per layer, one column per expert; '#' starts a comment (the
+ * first comment line is kept as the source); blank lines are skipped. */
+static int parse_csv(const char *path, const struct ld_text *text, struct mp_loads *out,
+		     struct mp_diags *diags)
+{
+	struct ld ld = {.path = path, .diags = diags};
+	struct dvec values = {0};
+	char *source = NULL;
+	bool have_source = false;
+	uint32_t cols = 0;
+	uint32_t rows = 0;
+	int first_line = 0;
+	const char *p = text->data;
+	const char *end = text->data + text->size;
+	int line = 0;
+	while (p < end && ld.errors <= LD_MAX_ERRORS && ld.status != MP_ENOMEM) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol) {
+			eol = end;
+		}
+		line++;
+		const char *line_start = p;
+		const char *s = p;
+		const char *stop = eol;
+		if (stop > s && stop[-1] == '\r') {
+			stop--;
+		}
+		p = eol < end ? eol + 1 : end;
+		while (s < stop && (*s == ' ' || *s == '\t')) {
+			s++;
+		}
+		if (s == stop) {
+			continue;
+		}
+		if (*s == '#') {
+			if (!have_source) {
+				have_source = true;
+				source = csv_source(s, (size_t)(stop - s));
+				if (!source) {
+					ld_fail(&ld, MP_ENOMEM);
+				}
+			}
+			continue;
+		}
+		const char *hash = memchr(s, '#', (size_t)(stop - s));
+		if (hash) {
+			stop = hash;
+		}
+		if (rows == MP_MAX_LAYERS) {
+			ld_error_at(&ld, line, 1, "more than %u rows (one row per MoE layer)", MP_MAX_LAYERS);
+			break;
+		}
+		uint32_t n = 0;
+		bool row_ok = true;
+		const size_t row_start = values.n;
+		const char *c = s;
+		for (;;) {
+			const char *comma = memchr(c, ',', (size_t)(stop - c));
+			const char *cend = comma ? comma : stop;
+			const char *a = c;
+			const char *b = cend;
+			while (a < b && (*a == ' ' || *a == '\t')) {
+				a++;
+			}
+			while (b > a && (b[-1] == ' ' || b[-1] == '\t')) {
+				b--;
+			}
+			const int cell_column = (int)(a - line_start) + 1;
+			if (n == MP_MAX_EXPERTS) {
+				ld_error_at(&ld, line, cell_column, "more than %u values in a row (one column per expert)",
+					    MP_MAX_EXPERTS);
+				row_ok = false;
+				break;
+			}
+			if (first_line && n == cols) {
+				ld_error_at(&ld, line, cell_column, "row has more than %u values, "
+					    "expected %u like the first row (line %d)", cols, cols, first_line);
+				row_ok = false;
+				break;
+			}
+			double v = 0.0;
+			bool ok = false;
+			csv_cell(&ld, a, (size_t)(b - a), line, cell_column, &v, &ok);
+			row_ok &= ok;
+			if (!dvec_push(&values, v)) {
+				ld_fail(&ld, MP_ENOMEM);
+				row_ok = false;
+				break;
+			}
+			n++;
+			if (!comma) {
+				if (first_line && n < cols && row_ok) {
+					ld_error_at(&ld, line, (int)(stop - line_start) + 1,
+						    "row has %u values, expected %u like the first row (line %d)",
+						    n, cols, first_line);
+					row_ok = false;
+				}
+				break;
+			}
+			c = comma + 1;
+		}
+		if (!row_ok) {
+			values.n = row_start;
+			if (!first_line) {
+				/* Keep the first row's width for later rows. */
+				cols = n;
+				first_line = line;
+			}
+			continue;
+		}
+		if (!first_line) {
+			cols = n;
+			first_line = line;
+		}
+		rows++;
+	}
+	int rc = ld.status;
+	if (rc == 0 && rows == 0) {
+		ld_error_at(&ld, 0, 0, "no data rows: expected one row per MoE layer and one column per expert");
+		rc = ld.status;
+	}
+	if (rc == 0) {
+		rc = loads_from(out, values.v, rows, cols, source);
+		source = NULL;
+	}
+	free(values.v);
+	free(source);
+	return rc;
+}
+
+/* ------------------------------------------------------ YAML / JSON lists */
+
+/* Read a [rows][cols] list of non-negative numbers at node into a new
+ * array. seen[] marks node ids already used as a row (a YAML alias
+ * repeating a row is refused: it could multiply a small file into
+ * gigabytes). Returns false after reporting. */
+static bool read_matrix(struct ld *ld, const yaml_node_t *node, const char *what,
+			unsigned char *seen, double **values, uint32_t *rows_out, uint32_t *cols_out)
+{
+	*values = NULL;
+	if (node->type != YAML_SEQUENCE_NODE) {
+		ld_error(ld, node, "%s: expected a list of rows (one per layer), got %s", what,
+			 ld_kind_name(node));
+		return false;
+	}
+	size_t rows = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+	if (rows == 0) {
+		ld_error(ld, node, "%s: no rows (expected one row per MoE layer)", what);
+		return false;
+	}
+	if (rows > MP_MAX_LAYERS) {
+		ld_error(ld, node, "%s: %zu rows, more than the limit of %u layers", what, rows,
+			 MP_MAX_LAYERS);
+		return false;
+	}
+	size_t cols = 0;
+	double *v = NULL;
+	bool ok = true;
+	for (size_t r = 0; r < rows; r++) {
+		int id = node->data.sequence.items.start[r];
+		const yaml_node_t *row = ld_node(ld, id);
+		if (seen[id]) {
+			ld_error(ld, row, "%s[%zu]: a repeated YAML alias; write each row out", what, r);
+			ok = false;
+			continue;
+		}
+		seen[id] = 1;
+		if (row->type != YAML_SEQUENCE_NODE) {
+			ld_error(ld, row, "%s[%zu]: expected a list of numbers (one per expert), got %s", what,
+				 r, ld_kind_name(row));
+			ok = false;
+			continue;
+		}
+		size_t n = (size_t)(row->data.sequence.items.top - row->data.sequence.items.start);
+		if (!v) {
+			if (n == 0 || n > MP_MAX_EXPERTS) {
+				ld_error(ld, row, "%s[%zu]: %zu values, expected 1 to %u (one per expert)", what, r,
+					 n, MP_MAX_EXPERTS);
+				return false;
+			}
+			cols = n;
+			v = calloc(rows * cols, sizeof(*v));
+			if (!v) {
+				ld_fail(ld, MP_ENOMEM);
+				return false;
+			}
+		} else if (n != cols) {
+			ld_error(ld, row, "%s[%zu]: %zu values, expected %zu like row 0", what, r, n, cols);
+			ok = false;
+			continue;
+		}
+		for (size_t c = 0; c < n; c++) {
+			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[c]);
+			const char *text = ld_scalar(cell);
+			double x = 0.0;
+			enum ld_qerr e = text ? ld_parse_quantity(text, NULL, &x) : LDQ_NOT_NUMBER;
+			if (e != LDQ_OK || x < 0.0) {
+				if (text) {
+					char vbuf[48];
+					snprintf(vbuf, sizeof(vbuf), "%.40s", text);
+					ld_error(ld, cell, "%s[%zu][%zu]: expected a load >= 0, got '%s'%s", what, r,
+						 c, vbuf, e == LDQ_NONFINITE ? " (not a finite number)" : "");
+				} else {
+					ld_error(ld, cell, "%s[%zu][%zu]: expected a load >= 0, got %s", what, r, c,
+						 ld_kind_name(cell));
+				}
+				ok = false;
+				continue;
+			}
+			v[r * cols + c] = x;
+		}
+		if (ld->errors > LD_MAX_ERRORS) {
+			break;
+		}
+	}
+	if (!ok) {
+		free(v);
+		return false;
+	}
+	*values = v;
+	*rows_out = (uint32_t)rows;
+	*cols_out = (uint32_t)cols;
+	return true;
+}
+
+static unsigned char *seen_table(struct ld *ld)
+{
+	size_t nodes = (size_t)(ld->doc.nodes.top - ld->doc.nodes.start);
+	unsigned char *seen = calloc(nodes + 2, 1);
+	if (!seen) {
+		ld_fail(ld, MP_ENOMEM);
+	}
+	return seen;
+}
+
+/* True when a list's first item is itself a list of lists. */
+static bool is_3d(struct ld *ld, const yaml_node_t *node)
+{
+	if (node->type != YAML_SEQUENCE_NODE ||
+	    node->data.sequence.items.top == node->data.sequence.items.start) {
+		return false;
+	}
+	const yaml_node_t *first = ld_node(ld, node->data.sequence.items.start[0]);
+	if (first->type != YAML_SEQUENCE_NODE ||
+	    first->data.sequence.items.top == first->data.sequence.items.start) {
+		return false;
+	}
+	const yaml_node_t *inner = ld_node(ld, first->data.sequence.items.start[0]);
+	return inner->type == YAML_SEQUENCE_NODE;
+}
+
+void ld_parse_loads_array(struct ld *ld, const yaml_node_t *node, const char *what,
+			  struct mp_loads *out)
+{
+	const char *label = what && what[0] ? what : "loads";
+	unsigned char *seen = seen_table(ld);
+	double *sum = NULL;
+	double *v = NULL;
+	uint32_t rows = 0;
+	uint32_t cols = 0;
+	if (!seen) {
+		return;
+	}
+	if (!is_3d(ld, node)) {
+		if (read_matrix(ld, node, label, seen, &sum, &rows, &cols)) {
+			int rc = loads_from(out, sum, rows, cols, NULL);
+			if (rc != 0) {
+				ld_error(ld, node, "%s: cannot hold %u x %u loads", label, rows, cols);
+			}
+		}
+		goto out;
+	}
+	/* [windows][layers][experts]: SGLang's dump over several windows. */
+	size_t windows = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+	bool ok = true;
+	for (size_t w = 0; w < windows && ok; w++) {
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s[%zu]", label, w);
+		const yaml_node_t *win = ld_node(ld, node->data.sequence.items.start[w]);
+		if (seen[node->data.sequence.items.start[w]]) {
+			ld_error(ld, win, "%s: a repeated YAML alias; write each window out", sub);
+			ok = false;
+			break;
+		}
+		seen[node->data.sequence.items.start[w]] = 1;
+		uint32_t r = 0;
+		uint32_t c = 0;
+		if (!read_matrix(ld, win, sub, seen, &v, &r, &c)) {
+			ok = false;
+			break;
+		}
+		if (!sum) {
+			sum = v;
+			v = NULL;
+			rows = r;
+			cols = c;
+			continue;
+		}
+		if (r != rows || c != cols) {
+			ld_error(ld, win, "%s: %u x %u values, expected %u x %u like window 0", sub, r, c,
+				 rows, cols);
+			ok = false;
+			break;
+		}
+		for (size_t i = 0; i < (size_t)rows * cols; i++) {
+			sum[i] += v[i];
+		}
+		free(v);
+		v = NULL;
+	}
+	if (ok && sum) {
+		int rc = loads_from(out, sum, rows, cols, NULL);
+		if (rc != 0) {
+			ld_error(ld, node, "%s: cannot hold %u x %u loads", label, rows, cols);
+		}
+	}
+out:
+	free(v);
+	free(sum);
+	free(seen);
+}
+
+static const char *const loads_keys[] = {"loads", "source", NULL};
+
+static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
+{
+	const yaml_node_t *root = ld_root(ld);
+	if (root->type == YAML_SEQUENCE_NODE) {
+		ld_parse_loads_array(ld, root, "loads", out);
+		return;
+	}
+	if (root->type == YAML_MAPPING_NODE && ld_has(ld, root, "logical_count")) {
+		/* SGLang's expert-distribution dump: other keys ignored. */
+		ld_check_map_lenient(ld, root, "");
+		const yaml_node_t *lc = ld_require(ld, root, "", "logical_count");
+		if (lc) {
+			ld_parse_loads_array(ld, lc, "logical_count", out);
+		}
+		return;
+	}
+	if (root->type != YAML_MAPPING_NODE) {
+		ld_error(ld, root, "expected loads: a list of rows (one per layer), a mapping with "
+			 "'loads', or SGLang's 'logical_count'; got %s", ld_kind_name(root));
+		return;
+	}
+	if (!ld_check_map(ld, root, "", loads_keys)) {
+		return;
+	}
+	char *source = NULL;
+	ld_get_string(ld, ld_get(ld, root, "source"), "source", &source);
+	const yaml_node_t *loads = ld_require(ld, root, "", "loads");
+	if (loads) {
+		ld_parse_loads_array(ld, loads, "loads", out);
+	}
+	if (ld->status == 0 && source) {
+		free(out->source);
+		out->source = source;
+		source = NULL;
+	}
+	free(source);
+}
+
+/* CSV unless the name or the first significant character says YAML/JSON. */
+static bool looks_like_csv(const char *path, const struct ld_text *text)
+{
+	size_t len = strlen(path);
+	if (len >= 4 && strcasecmp(path + len - 4, ".csv") == 0) {
+		return true;
+	}
+	if ((len >= 5 && strcasecmp(path + len - 5, ".json") == 0) ||
+	    (len >= 5 && strcasecmp(path + len - 5, ".yaml") == 0) ||
+	    (len >= 4 && strcasecmp(path + len - 4, ".yml") == 0)) {
+		return false;
+	}
+	const char *s = text->data;
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') {
+			s++;
+		}
+		if (*s != '#') {
+			break;
+		}
+		while (*s && *s != '\n') {
+			s++;
+		}
+	}
+	if (*s == '-') {
+		return isdigit((unsigned char)s[1]) || s[1] == '.';
+	}
+	return isdigit((unsigned char)*s) || *s == '.' || *s == '+';
+}
+
+int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags)
+{
+	struct ld_text text = {0};
+	int rc = ld_read_text(path, &text, diags);
+	if (rc != 0) {
+		return rc;
+	}
+	struct mp_loads tmp;
+	mp_loads_init(&tmp);
+	if (looks_like_csv(path, &text)) {
+		rc = parse_csv(path, &text, &tmp, diags);
+	} else {
+		struct ld ld;
+		rc = ld_open_text(&ld, path, &text, diags);
+		if (rc == 0) {
+			parse_loads_doc(&ld, &tmp);
+			rc = ld.status;
+		}
+		ld_close(&ld);
+	}
+	ld_text_finish(&text);
+	if (rc == 0) {
+		mp_loads_finish(out);
+		*out = tmp;
+	} else {
+		mp_loads_finish(&tmp);
+	}
+	return rc;
+}
+
+/* -------------------------------------------------------------------- maps */
+
+/* A [layers][slots] list of expert ids into a new uint32 array. */
+static bool read_id_matrix(struct ld *ld, const yaml_node_t *node, const char *what,
+			   uint32_t **ids_out, uint32_t *rows_out, uint32_t *cols_out, uint32_t *max_id)
+{
+	unsigned char *seen = seen_table(ld);
+	uint32_t *ids = NULL;
+	bool ok = true;
+	*max_id = 0;
+	if (!seen) {
+		return false;
+	}
+	if (node->type != YAML_SEQUENCE_NODE) {
+		ld_error(ld, node, "%s: expected a list of layers (each a list of expert ids), got %s",
+			 what, ld_kind_name(node));
+		ok = false;
+		goto out;
+	}
+	size_t rows = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+	if (rows == 0 || rows > MP_MAX_LAYERS) {
+		ld_error(ld, node, "%s: %zu layers, expected 1 to %u", what, rows, MP_MAX_LAYERS);
+		ok = false;
+		goto out;
+	}
+	size_t cols = 0;
+	for (size_t r = 0; r < rows; r++) {
+		int id = node->data.sequence.items.start[r];
+		const yaml_node_t *row = ld_node(ld, id);
+		if (seen[id]) {
+			ld_error(ld, row, "%s[%zu]: a repeated YAML alias; write each layer out", what, r);
+			ok = false;
+			continue;
+		}
+		seen[id] = 1;
+		if (row->type != YAML_SEQUENCE_NODE) {
+			ld_error(ld, row, "%s[%zu]: expected a list of expert ids (one per slot), got %s",
+				 what, r, ld_kind_name(row));
+			ok = false;
+			continue;
+		}
+		size_t n = (size_t)(row->data.sequence.items.top - row->data.sequence.items.start);
+		if (!ids) {
+			if (n == 0 || n > (size_t)MP_MAX_GPUS * MP_MAX_SLOTS_PER_GPU) {
+				ld_error(ld, row, "%s[%zu]: %zu slots, expected at least one", what, r, n);
+				ok = false;
+				goto out;
+			}
+			cols = n;
+			ids = calloc(rows * cols, sizeof(*ids));
+			if (!ids) {
+				ld_fail(ld, MP_ENOMEM);
+				ok = false;
+				goto out;
+			}
+		} else if (n != cols) {
+			ld_error(ld, row, "%s[%zu]: %zu slots, expected %zu like layer 0", what, r, n, cols);
+			ok = false;
+			continue;
+		}
+		for (size_t c = 0; c < n; c++) {
+			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[c]);
+			char field[256];
+			snprintf(field, sizeof(field), "%s[%zu][%zu]", what, r, c);
+			uint64_t v = 0;
+			if (!ld_get_u64(ld, cell, field, 0, MP_MAX_EXPERTS - 1, &v)) {
+				ok = false;
+				continue;
+			}
+			ids[r * cols + c] = (uint32_t)v;
+			if (v > *max_id) {
+				*max_id = (uint32_t)v;
+			}
+		}
+		if (ld->errors > LD_MAX_ERRORS) {
+			ok = false;
+			break;
+		}
+	}
+	if (ok) {
+		*ids_out = ids;
+		ids = NULL;
+		*rows_out = (uint32_t)rows;
+		*cols_out = (uint32_t)cols;
+	}
+out:
+	free(ids);
+	free(seen);
+	return ok;
+}
+
+/* Number of entries in a list node (0 when not a list). */
+static uint32_t list_length(const yaml_node_t *node)
+{
+	if (!node || node->type != YAML_SEQUENCE_NODE) {
+		return 0;
+	}
+	return (uint32_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+}
+
+struct map_source {
+	const yaml_node_t *ids;       /* [layers][slots] */
+	const yaml_node_t *at;        /* where to report shape problems */
+	const char *what;
+	const yaml_node_t *gpus;      /* from the file, or NULL */
+	const yaml_node_t *slots_per_gpu;
+	const yaml_node_t *n_experts;
+	uint32_t experts_hint;        /* from replicas/logical_replica_count lengths */
+};
+
+static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, struct map_source *m)
+{
+	if (root->type == YAML_SEQUENCE_NODE) {
+		m->ids = root;
+		m->at = root;
+		m->what = "physical_to_logical";
+		return;
+	}
+	if (root->type != YAML_MAPPING_NODE) {
+		ld_error(ld, root, "expected a placement map: a moeplan plan or placement, SGLang's or "
+			 "vLLM's physical_to_logical_map, or a [layers][slots] list; got %s",
+			 ld_kind_name(root));
+		return;
+	}
+	ld_check_map_lenient(ld, root, "");
+	const yaml_node_t *placement = root;
+	if (ld_has(ld, root, "physical_to_logical_map")) {
+		m->ids = ld_require(ld, root, "", "physical_to_logical_map");
+		m->at = m->ids;
+		m->what = "physical_to_logical_map";
+		const yaml_node_t *counts = ld_get(ld, root, "logical_replica_count");
+		if (counts && counts->type == YAML_SEQUENCE_NODE && list_length(counts) > 0) {
+			m->experts_hint = list_length(ld_node(ld, counts->data.sequence.items.start[0]));
+		}
+		return;
+	}
+	if (!ld_has(ld, root, "physical_to_logical") && !ld_has(ld, root, "placement") &&
+	    (ld_has(ld, root, "decode") || ld_has(ld, root, "prefill"))) {
+		const char *name = phase ? phase : "decode";
+		const yaml_node_t *ph = ld_get(ld, root, name);
+		if (!ph) {
+			ld_error(ld, root, "the plan has no '%s' phase", name);
+			return;
+		}
+		if (!ld_check_map_lenient(ld, ph, name)) {
+			return;
+		}
+		placement = ld_require(ld, ph, name, "placement");
+		if (!placement) {
+			return;
+		}
+	} else if (ld_has(ld, root, "placement")) {
+		placement = ld_require(ld, root, "", "placement");
+		if (!placement) {
+			return;
+		}
+	}
+	if (!ld_has(ld, placement, "physical_to_logical")) {
+		ld_error(ld, placement, "expected a placement map: a moeplan plan or placement "
+			 "(physical_to_logical), SGLang's or vLLM's physical_to_logical_map, or a "
+			 "[layers][slots] list");
+		return;
+	}
+	if (!ld_check_map_lenient(ld, placement, "placement")) {
+		return;
+	}
+	m->ids = ld_require(ld, placement, "placement", "physical_to_logical");
+	m->at = m->ids;
+	m->what = "physical_to_logical";
+	m->gpus = ld_get(ld, placement, "gpus");
+	m->slots_per_gpu = ld_get(ld, placement, "slots_per_gpu");
+	m->n_experts = ld_get(ld, placement, "n_experts");
+	const yaml_node_t *layers = ld_get(ld, placement, "layers");
+	if (layers && list_length(layers) > 0) {
+		const yaml_node_t *l0 = ld_node(ld, layers->data.sequence.items.start[0]);
+		m->experts_hint = list_length(ld_get(ld, l0, "replicas"));
+	}
+}
+
+int mp_load_map(const char *path, const char *phase, uint32_t gpus,
+		struct mp_placement *out, struct mp_diags *diags)
+{
+	struct ld ld;
+	uint32_t *ids = NULL;
+	struct mp_placement tmp;
+	mp_placement_init(&tmp);
+	if (phase && strcmp(phase, "decode") != 0 && strcmp(phase, "prefill") != 0) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "unknown phase '%s' (expected decode or prefill)", phase);
+	}
+	int rc = ld_open(&ld, path, diags);
+	if (rc != 0) {
+		goto out;
+	}
+	struct map_source m = {0};
+	find_map(&ld, ld_root(&ld), phase, &m);
+	uint32_t rows = 0;
+	uint32_t slots = 0;
+	uint32_t max_id = 0;
+	if (!m.ids || !read_id_matrix(&ld, m.ids, m.what, &ids, &rows, &slots, &max_id)) {
+		goto done;
+	}
+	uint32_t file_gpus = 0;
+	if (m.gpus && ld_get_u32(&ld, m.gpus, "gpus", 1, MP_MAX_GPUS, &file_gpus)) {
+		if (gpus && file_gpus != gpus) {
+			ld_error(&ld, m.gpus, "gpus: the file says %u, but %u were asked for", file_gpus, gpus);
+			goto done;
+		}
+		gpus = file_gpus;
+	}
+	if (gpus == 0) {
+		ld_error(&ld, m.at, "%s: the file does not say how many GPUs the %u slots are on; "
+			 "give the GPU count", m.what, slots);
+		goto done;
+	}
+	if (gpus > MP_MAX_GPUS) {
+		ld_error(&ld, m.at, "%s: %u GPUs, more than the limit of %u", m.what, gpus, MP_MAX_GPUS);
+		goto done;
+	}
+	if (slots % gpus != 0) {
+		ld_error(&ld, m.at, "%s: %u slots do not divide evenly over %u GPUs", m.what, slots, gpus);
+		goto done;
+	}
+	uint32_t per_gpu = slots / gpus;
+	if (per_gpu > MP_MAX_SLOTS_PER_GPU) {
+		ld_error(&ld, m.at, "%s: %u slots per GPU, more than the limit of %u", m.what, per_gpu,
+			 MP_MAX_SLOTS_PER_GPU);
+		goto done;
+	}
+	uint32_t file_per_gpu = 0;
+	if (m.slots_per_gpu &&
+	    ld_get_u32(&ld, m.slots_per_gpu, "slots_per_gpu", 1, MP_MAX_SLOTS_PER_GPU, &file_per_gpu) &&
+	    file_per_gpu != per_gpu) {
+		ld_error(&ld, m.slots_per_gpu, "slots_per_gpu: the file says %u, but its rows hold %u "
+			 "slots on %u GPUs (%u per GPU)", file_per_gpu, slots, gpus, per_gpu);
+		goto done;
+	}
+	uint32_t n_experts = max_id + 1;
+	if (m.experts_hint) {
+		n_experts = m.experts_hint;
+	}
+	if (m.n_experts && !ld_get_u32(&ld, m.n_experts, "n_experts", 1, MP_MAX_EXPERTS, &n_experts)) {
+		goto done;
+	}
+	if (ld.status != 0) {
+		goto done;
+	}
+	/* Every id in range, every expert placed at least once. */
+	unsigned char *placed = calloc(n_experts, 1);
+	if (!placed) {
+		ld_fail(&ld, MP_ENOMEM);
+		goto done;
+	}
+	const yaml_node_t *list = m.ids;
+	for (uint32_t l = 0; l < rows; l++) {
+		const yaml_node_t *row = ld_node(&ld, list->data.sequence.items.start[l]);
+		memset(placed, 0, n_experts);
+		bool row_ok = true;
+		for (uint32_t s = 0; s < slots; s++) {
+			uint32_t e = ids[(size_t)l * slots + s];
+			if (e >= n_experts) {
+				ld_error(&ld, ld_node(&ld, row->data.sequence.items.start[s]),
+					 "%s[%u][%u]: expert %u is out of range (the model has %u experts, ids 0 to %u)",
+					 m.what, l, s, e, n_experts, n_experts - 1);
+				row_ok = false;
+				continue;
+			}
+			placed[e] = 1;
+		}
+		for (uint32_t e = 0; e < n_experts && row_ok; e++) {
+			if (!placed[e]) {
+				ld_error(&ld, row, "%s[%u]: expert %u has no slot (every expert needs at least one)",
+					 m.what, l, e);
+				break;
+			}
+		}
+	}
+	free(placed);
+	if (ld.status != 0) {
+		goto done;
+	}
+	rc = mp_placement_alloc(&tmp, rows, n_experts, gpus, per_gpu);
+	if (rc != 0) {
+		ld_error(&ld, m.at, "%s: cannot hold %u layers of %u slots for %u experts", m.what, rows,
+			 slots, n_experts);
+		ld_fail(&ld, rc);
+		goto done;
+	}
+	for (uint32_t l = 0; l < rows; l++) {
+		memcpy(tmp.layers[l].slot_expert, ids + (size_t)l * slots, (size_t)slots * sizeof(uint32_t));
+	}
+done:
+	rc = ld.status;
+	if (rc == 0) {
+		mp_placement_finish(out);
+		*out = tmp;
+		mp_placement_init(&tmp);
+	}
+out:
+	ld_close(&ld);
+	free(ids);
+	mp_placement_finish(&tmp);
+	return rc;
+}

@@ -1,0 +1,441 @@
+/* Scenarios (model + prefill and decode phases + traffic) and traffic
+ * specs (uniform, Zipf, hot set, observed loads). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "loader-internal.h"
+
+#define MAX_TOKENS 1e12
+#define MAX_REQUESTS_PER_GPU 1e7
+#define MAX_TOKENS_PER_REQUEST 1024.0
+#define MAX_TIME_LIMIT_S 604800.0 /* a week */
+#define MAX_ZIPF_S 100.0
+
+#define FIELD(key) ld_field(field, sizeof(field), what, (key))
+
+/* ---------------------------------------------------------------- traffic */
+
+static const char *const traffic_kinds[] = {"uniform", "zipf", "hot", "observed", NULL};
+static const char *const zipf_keys[] = {"s", "seed", "permute", NULL};
+static const char *const hot_keys[] = {"experts", "load", "seed", "permute", NULL};
+static const char *const observed_keys[] = {"csv", "loads", NULL};
+
+/* Observed loads from a file named in ld's file (relative to its folder). */
+static void load_observed_file(struct ld *ld, const yaml_node_t *node, const char *field,
+			       struct mp_loads *out)
+{
+	const char *rel = ld_scalar(node);
+	if (!rel) {
+		ld_error(ld, node, "%s: expected a file name, got %s", field, ld_kind_name(node));
+		return;
+	}
+	bool found = false;
+	char *path = ld_resolve_path(ld->path, rel, &found);
+	if (!path) {
+		ld_fail(ld, MP_ENOMEM);
+		return;
+	}
+	if (!found) {
+		ld_error(ld, node, "%s: cannot find '%s' (looked for '%s')", field, rel, path);
+		free(path);
+		return;
+	}
+	int rc = mp_load_loads(path, out, ld->diags);
+	if (rc != 0) {
+		ld_fail(ld, rc);
+	}
+	free(path);
+}
+
+void ld_parse_traffic(struct ld *ld, const yaml_node_t *node, const char *what,
+		      struct mp_traffic *out)
+{
+	char field[256];
+	char sub[256];
+	const char *label = what && what[0] ? what : "traffic";
+	struct mp_traffic t;
+	mp_traffic_init(&t);
+	if (node && node->type == YAML_SCALAR_NODE) {
+		const char *text = ld_scalar(node);
+		if (strcmp(text, "uniform") == 0) {
+			t.kind = MP_TRAFFIC_UNIFORM;
+		} else {
+			/* A file of observed loads (CSV, YAML or JSON). */
+			t.kind = MP_TRAFFIC_OBSERVED;
+			load_observed_file(ld, node, label, &t.observed);
+		}
+		goto done;
+	}
+	if (!ld_check_map(ld, node, what, traffic_kinds)) {
+		goto done;
+	}
+	size_t n = (size_t)(node->data.mapping.pairs.top - node->data.mapping.pairs.start);
+	if (n != 1) {
+		ld_error(ld, node, "%s: give exactly one of uniform, zipf, hot, observed (got %zu fields)",
+			 label, n);
+		goto done;
+	}
+	const yaml_node_pair_t *pair = node->data.mapping.pairs.start;
+	const char *kind = ld_scalar(ld_node(ld, pair->key));
+	const yaml_node_t *value = ld_node(ld, pair->value);
+	if (!kind) {
+		goto done;
+	}
+	snprintf(sub, sizeof(sub), "%s", ld_field(field, sizeof(field), what, kind));
+	if (strcmp(kind, "uniform") == 0) {
+		t.kind = MP_TRAFFIC_UNIFORM;
+		if (!ld_is_null(value) &&
+		    !(value->type == YAML_MAPPING_NODE &&
+		      value->data.mapping.pairs.top == value->data.mapping.pairs.start)) {
+			ld_error(ld, value, "%s: takes no parameters, got %s", sub, ld_kind_name(value));
+		}
+	} else if (strcmp(kind, "zipf") == 0) {
+		t.kind = MP_TRAFFIC_ZIPF;
+		if (ld_check_map(ld, value, sub, zipf_keys)) {
+			ld_get_real(ld, ld_require(ld, value, sub, "s"), ld_field(field, sizeof(field), sub, "s"),
+				    NULL, 0.0, false, MAX_ZIPF_S, &t.zipf_s);
+			ld_get_u64(ld, ld_get(ld, value, "seed"), ld_field(field, sizeof(field), sub, "seed"),
+				   0, UINT64_MAX, &t.seed);
+			ld_get_bool(ld, ld_get(ld, value, "permute"),
+				    ld_field(field, sizeof(field), sub, "permute"), &t.permute);
+		}
+	} else if (strcmp(kind, "hot") == 0) {
+		t.kind = MP_TRAFFIC_HOT;
+		if (ld_check_map(ld, value, sub, hot_keys)) {
+			ld_get_fraction(ld, ld_require(ld, value, sub, "experts"),
+				       ld_field(field, sizeof(field), sub, "experts"), &t.hot_experts);
+			ld_get_fraction(ld, ld_require(ld, value, sub, "load"),
+				       ld_field(field, sizeof(field), sub, "load"), &t.hot_load);
+			ld_get_u64(ld, ld_get(ld, value, "seed"), ld_field(field, sizeof(field), sub, "seed"),
+				   0, UINT64_MAX, &t.seed);
+			ld_get_bool(ld, ld_get(ld, value, "permute"),
+				    ld_field(field, sizeof(field), sub, "permute"), &t.permute);
+		}
+	} else if (strcmp(kind, "observed") == 0) {
+		t.kind = MP_TRAFFIC_OBSERVED;
+		if (value && value->type == YAML_SCALAR_NODE && !ld_is_null(value)) {
+			load_observed_file(ld, value, sub, &t.observed);
+		} else if (ld_check_map(ld, value, sub, observed_keys)) {
+			const yaml_node_t *csv = ld_get(ld, value, "csv");
+			const yaml_node_t *loads = ld_get(ld, value, "loads");
+			if (csv && loads) {
+				ld_error(ld, loads, "%s: give either csv or loads, not both", sub);
+			} else if (csv) {
+				load_observed_file(ld, csv, ld_field(field, sizeof(field), sub, "csv"),
+						   &t.observed);
+			} else if (loads) {
+				ld_parse_loads_array(ld, loads, ld_field(field, sizeof(field), sub, "loads"),
+						     &t.observed);
+			} else {
+				ld_error(ld, value, "%s: missing required field 'csv' (or 'loads')", sub);
+			}
+		}
+	}
+done:
+	mp_traffic_finish(out);
+	*out = t;
+}
+
+/* A whole file as a traffic spec: a spec mapping, "uniform", a file name,
+ * or observed loads themselves (a list of lists, {loads: ...},
+ * {logical_count: ...}). A CSV file is observed loads. */
+int mp_load_traffic(const char *path, struct mp_traffic *out, struct mp_diags *diags)
+{
+	size_t len = strlen(path);
+	if (len >= 4 && strcasecmp(path + len - 4, ".csv") == 0) {
+		struct mp_traffic t;
+		mp_traffic_init(&t);
+		t.kind = MP_TRAFFIC_OBSERVED;
+		int rc = mp_load_loads(path, &t.observed, diags);
+		if (rc != 0) {
+			mp_traffic_finish(&t);
+			return rc;
+		}
+		mp_traffic_finish(out);
+		*out = t;
+		return 0;
+	}
+	struct ld ld;
+	int rc = ld_open(&ld, path, diags);
+	if (rc != 0) {
+		goto out;
+	}
+	const yaml_node_t *root = ld_root(&ld);
+	bool spec = root->type == YAML_SCALAR_NODE ||
+		    (root->type == YAML_MAPPING_NODE && !ld_has(&ld, root, "loads") &&
+		     !ld_has(&ld, root, "logical_count"));
+	struct mp_traffic t;
+	mp_traffic_init(&t);
+	if (spec) {
+		ld_parse_traffic(&ld, root, "", &t);
+	} else {
+		t.kind = MP_TRAFFIC_OBSERVED;
+		ld_parse_loads_array(&ld, root, "", &t.observed);
+	}
+	rc = ld.status;
+	if (rc == 0) {
+		mp_traffic_finish(out);
+		*out = t;
+	} else {
+		mp_traffic_finish(&t);
+	}
+out:
+	ld_close(&ld);
+	return rc;
+}
+
+/* --------------------------------------------------------------- scenario */
+
+static const char *const scenario_keys[] = {
+	"name", "model", "traffic", "time_limit", "prefill", "decode", NULL,
+};
+static const char *const phase_keys[] = {
+	"hardware", "gpus", "ep", "ep_min", "ep_max", "slots", "chunk_tokens",
+	"context_tokens", "requests_per_gpu", "tokens_per_request", NULL,
+};
+static const char *const slot_rules[] = {"min_redundant", "per_gpu", "fixed_per_gpu", NULL};
+static const char *const slot_keys_all[] = {"rule", "min_redundant", "per_gpu", "slots_per_gpu", NULL};
+static const char *const slot_keys_rule[][3] = {
+	[MP_SLOTS_MIN_REDUNDANT] = {"rule", "min_redundant", NULL},
+	[MP_SLOTS_PER_GPU] = {"rule", "per_gpu", NULL},
+	[MP_SLOTS_FIXED_PER_GPU] = {"rule", "slots_per_gpu", NULL},
+};
+
+static void parse_slots(struct ld *ld, const yaml_node_t *node, const char *what,
+			struct mp_phase_spec *p, const yaml_node_t **fixed_node)
+{
+	char field[256];
+	if (node->type != YAML_MAPPING_NODE) {
+		ld_check_map(ld, node, what, slot_keys_all);
+		return;
+	}
+	int rule = -1;
+	bool rule_ok = ld_get_enum(ld, ld_require(ld, node, what, "rule"), FIELD("rule"), slot_rules,
+				   &rule);
+	ld_check_map(ld, node, what, rule_ok ? slot_keys_rule[rule] : slot_keys_all);
+	if (!rule_ok) {
+		return;
+	}
+	p->slot_rule = (enum mp_slot_rule)rule;
+	switch (p->slot_rule) {
+	case MP_SLOTS_MIN_REDUNDANT:
+		ld_get_u32(ld, ld_get(ld, node, "min_redundant"), FIELD("min_redundant"), 0,
+			   MP_MAX_EXPERTS, &p->min_redundant);
+		break;
+	case MP_SLOTS_PER_GPU:
+		ld_get_u32(ld, ld_get(ld, node, "per_gpu"), FIELD("per_gpu"), 0,
+			   MP_MAX_SLOTS_PER_GPU, &p->redundant_per_gpu);
+		break;
+	case MP_SLOTS_FIXED_PER_GPU:
+		*fixed_node = ld_require(ld, node, what, "slots_per_gpu");
+		if (!ld_get_u32(ld, *fixed_node, FIELD("slots_per_gpu"), 1, MP_MAX_SLOTS_PER_GPU,
+				&p->slots_per_gpu)) {
+			*fixed_node = NULL;
+		}
+		break;
+	}
+}
+
+static void load_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
+			  struct mp_phase_spec *p)
+{
+	char field[256];
+	if (node->type == YAML_MAPPING_NODE) {
+		ld_parse_hardware(ld, node, FIELD("hardware"), &p->hardware);
+		return;
+	}
+	const char *rel = ld_scalar(node);
+	if (!rel) {
+		ld_error(ld, node, "%s: expected a file name or a mapping, got %s", FIELD("hardware"),
+			 ld_kind_name(node));
+		return;
+	}
+	bool found = false;
+	char *path = ld_resolve_path(ld->path, rel, &found);
+	if (!path) {
+		ld_fail(ld, MP_ENOMEM);
+		return;
+	}
+	if (!found) {
+		ld_error(ld, node, "%s: cannot find '%s' (looked for '%s')", FIELD("hardware"), rel, path);
+		free(path);
+		return;
+	}
+	int rc = mp_load_hardware(path, &p->hardware, ld->diags);
+	if (rc != 0) {
+		ld_fail(ld, rc);
+	}
+	free(p->hardware_path);
+	p->hardware_path = path;
+}
+
+static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what, bool decode,
+			const struct mp_model *model, bool model_ok, struct mp_phase_spec *p)
+{
+	char field[256];
+	if (!ld_check_map(ld, node, what, phase_keys)) {
+		return;
+	}
+	const yaml_node_t *hw = ld_require(ld, node, what, "hardware");
+	if (hw) {
+		load_hardware(ld, hw, what, p);
+	}
+	const yaml_node_t *gpus = ld_get(ld, node, "gpus");
+	const yaml_node_t *ep = ld_get(ld, node, "ep");
+	const yaml_node_t *ep_min = ld_get(ld, node, "ep_min");
+	const yaml_node_t *ep_max = ld_get(ld, node, "ep_max");
+	bool gpus_ok = ld_get_u32(ld, gpus, FIELD("gpus"), 1, MP_MAX_GPUS, &p->gpus) && gpus;
+	bool ep_ok = ld_get_u32(ld, ep, FIELD("ep"), 1, MP_MAX_GPUS, &p->ep) && ep;
+	bool min_ok = ld_get_u32(ld, ep_min, FIELD("ep_min"), 1, MP_MAX_GPUS, &p->ep_min) && ep_min;
+	bool max_ok = ld_get_u32(ld, ep_max, FIELD("ep_max"), 1, MP_MAX_GPUS, &p->ep_max) && ep_max;
+	if (ep && (ep_min || ep_max)) {
+		ld_error(ld, ep, "%s: give either ep or ep_min/ep_max, not both", FIELD("ep"));
+	}
+	if (ep_ok) {
+		p->ep_min = p->ep;
+		p->ep_max = p->ep;
+	}
+	if (p->ep_min && p->ep_max && p->ep_min > p->ep_max && (min_ok || max_ok)) {
+		ld_error(ld, min_ok ? ep_min : ep_max, "%s: ep_min (%u) is more than ep_max (%u)",
+			 FIELD(min_ok ? "ep_min" : "ep_max"), p->ep_min, p->ep_max);
+	}
+	if (gpus_ok && ep_ok && p->ep > p->gpus) {
+		ld_error(ld, ep, "%s: %u is more than gpus (%u)", FIELD("ep"), p->ep, p->gpus);
+	} else if (gpus_ok && min_ok && p->ep_min > p->gpus) {
+		ld_error(ld, ep_min, "%s: %u is more than gpus (%u)", FIELD("ep_min"), p->ep_min, p->gpus);
+	}
+	const yaml_node_t *slots = ld_get(ld, node, "slots");
+	const yaml_node_t *fixed = NULL;
+	if (slots) {
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s", FIELD("slots"));
+		parse_slots(ld, slots, sub, p, &fixed);
+	}
+	if (fixed && model_ok) {
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s", FIELD("slots"));
+		const uint32_t e = model->routed_experts;
+		uint32_t widest = p->ep_max ? p->ep_max : (p->gpus ? p->gpus : 0);
+		if (p->slots_per_gpu > e) {
+			ld_error(ld, fixed, "%s.slots_per_gpu: %u is more than the model's %u routed experts "
+				 "(a GPU holds at most one replica of an expert)", sub, p->slots_per_gpu, e);
+		} else if (widest && (uint64_t)p->slots_per_gpu * widest < e) {
+			ld_error(ld, fixed, "%s.slots_per_gpu: %u slots on at most %u GPUs hold fewer than the "
+				 "model's %u routed experts", sub, p->slots_per_gpu, widest, e);
+		}
+	}
+	const yaml_node_t *chunk = decode ? ld_get(ld, node, "chunk_tokens")
+					  : ld_require(ld, node, what, "chunk_tokens");
+	ld_get_real(ld, chunk, FIELD("chunk_tokens"), NULL, 0.0, true, MAX_TOKENS, &p->chunk_tokens);
+	const yaml_node_t *ctx = decode ? ld_require(ld, node, what, "context_tokens")
+					: ld_get(ld, node, "context_tokens");
+	ld_get_real(ld, ctx, FIELD("context_tokens"), NULL, 0.0, false, MAX_TOKENS, &p->context_tokens);
+	const yaml_node_t *req = decode ? ld_require(ld, node, what, "requests_per_gpu")
+					: ld_get(ld, node, "requests_per_gpu");
+	ld_get_real(ld, req, FIELD("requests_per_gpu"), NULL, 0.0, true, MAX_REQUESTS_PER_GPU,
+		    &p->requests_per_gpu);
+	ld_get_real(ld, ld_get(ld, node, "tokens_per_request"), FIELD("tokens_per_request"), NULL,
+		    1.0, false, MAX_TOKENS_PER_REQUEST, &p->tokens_per_request);
+}
+
+/* "plans/default.yaml" -> "default". */
+static char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	const char *start = slash ? slash + 1 : path;
+	const char *dot = strrchr(start, '.');
+	size_t len = dot && dot != start ? (size_t)(dot - start) : strlen(start);
+	char *name = malloc(len + 1);
+	if (name) {
+		memcpy(name, start, len);
+		name[len] = '\0';
+	}
+	return name;
+}
+
+static void parse_scenario(struct ld *ld, const yaml_node_t *root, struct mp_scenario *s)
+{
+	char field[256];
+	const char *what = "";
+	if (!ld_check_map(ld, root, "", scenario_keys)) {
+		return;
+	}
+	ld_get_string(ld, ld_get(ld, root, "name"), "name", &s->name);
+	if (!s->name) {
+		s->name = base_name(ld->path);
+		if (!s->name) {
+			ld_fail(ld, MP_ENOMEM);
+			return;
+		}
+	}
+	bool model_ok = false;
+	const yaml_node_t *model = ld_require(ld, root, "", "model");
+	if (model && model->type == YAML_MAPPING_NODE) {
+		size_t before = ld->errors;
+		ld_parse_model(ld, model, "model", &s->model);
+		model_ok = ld->errors == before && ld->status == 0;
+	} else if (model && !ld_scalar(model)) {
+		ld_error(ld, model, "model: expected a file name or a mapping, got %s", ld_kind_name(model));
+	} else if (model) {
+		const char *rel = ld_scalar(model);
+		bool found = false;
+		char *path = ld_resolve_path(ld->path, rel, &found);
+		if (!path) {
+			ld_fail(ld, MP_ENOMEM);
+			return;
+		}
+		if (!found) {
+			ld_error(ld, model, "model: cannot find '%s' (looked for '%s')", rel, path);
+			free(path);
+		} else {
+			int rc = mp_load_model(path, &s->model, ld->diags);
+			if (rc != 0) {
+				ld_fail(ld, rc);
+			}
+			model_ok = rc == 0;
+			s->model_path = path;
+		}
+	}
+	const yaml_node_t *traffic = ld_get(ld, root, "traffic");
+	if (traffic) {
+		ld_parse_traffic(ld, traffic, "traffic", &s->traffic);
+		if (model_ok && s->traffic.kind == MP_TRAFFIC_OBSERVED && s->traffic.observed.w &&
+		    s->traffic.observed.n_experts != s->model.routed_experts) {
+			ld_error(ld, traffic, "traffic: the observed loads have %u experts per layer, "
+				 "the model has %u routed experts", s->traffic.observed.n_experts,
+				 s->model.routed_experts);
+		}
+	}
+	ld_get_real(ld, ld_get(ld, root, "time_limit"), FIELD("time_limit"), "seconds", 0.0, true,
+		    MAX_TIME_LIMIT_S, &s->time_limit_s);
+	const yaml_node_t *prefill = ld_require(ld, root, "", "prefill");
+	if (prefill) {
+		parse_phase(ld, prefill, "prefill", false, &s->model, model_ok, &s->prefill);
+	}
+	const yaml_node_t *decode = ld_require(ld, root, "", "decode");
+	if (decode) {
+		parse_phase(ld, decode, "decode", true, &s->model, model_ok, &s->decode);
+	}
+}
+
+int mp_load_scenario(const char *path, struct mp_scenario *out, struct mp_diags *diags)
+{
+	struct ld ld;
+	int rc = ld_open(&ld, path, diags);
+	if (rc == 0) {
+		struct mp_scenario s;
+		mp_scenario_init(&s);
+		parse_scenario(&ld, ld_root(&ld), &s);
+		rc = ld.status;
+		if (rc == 0) {
+			mp_scenario_finish(out);
+			*out = s;
+		} else {
+			mp_scenario_finish(&s);
+		}
+	}
+	ld_close(&ld);
+	return rc;
+}

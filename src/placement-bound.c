@@ -1,0 +1,444 @@
+/* Placement: lower bounds on the busiest GPU's load, and the enumeration
+ * of replica-count vectors whose bound is below an incumbent.
+ *
+ * Bounds (even split; see README "Bounds"):
+ * - mean: the busiest GPU carries at least the average, sum(w) / G.
+ * - largest item: some replica carries max_e w_e / r_e, minimised over r by
+ *   greedy apportionment (give the next replica to the expert with the
+ *   largest w_e / r_e, r_e <= G: Jefferson/D'Hondt, optimal for min-max).
+ * - cardinality: with items sorted p_1 >= p_2 >= ... >= p_N and exactly S
+ *   per GPU, the top m = (k-1)G + 1 items cannot all sit on different GPUs
+ *   k-1 at a time, so some GPU holds k of them: it carries at least
+ *   p_{m-k+1} + ... + p_m plus its S-k other items, at least the S-k
+ *   smallest (pigeonhole; Dell'Amico and Martello's bounds for
+ *   cardinality-constrained multiprocessor scheduling use the same idea).
+ */
+#include "placement-internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Max-heap of experts by w_e / r_e, ties by lowest id. */
+struct rheap {
+	uint32_t *h;
+	uint32_t n;
+	const double *w;
+	const uint32_t *r;
+};
+
+static bool rheap_above(const struct rheap *hp, uint32_t a, uint32_t b)
+{
+	double ka = hp->w[a] / hp->r[a];
+	double kb = hp->w[b] / hp->r[b];
+	if (ka > kb) {
+		return true;
+	}
+	if (ka < kb) {
+		return false;
+	}
+	return a < b;
+}
+
+static void rheap_down(struct rheap *hp, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1;
+		uint32_t best = i;
+		if (l < hp->n && rheap_above(hp, hp->h[l], hp->h[best])) {
+			best = l;
+		}
+		if (l + 1 < hp->n && rheap_above(hp, hp->h[l + 1], hp->h[best])) {
+			best = l + 1;
+		}
+		if (best == i) {
+			return;
+		}
+		uint32_t t = hp->h[i];
+		hp->h[i] = hp->h[best];
+		hp->h[best] = t;
+		i = best;
+	}
+}
+
+/* Give N - E extra replicas one at a time to the expert with the largest
+ * w_e / r_e among those with r_e < cap (cap 0 = no cap). heap[E] scratch. */
+static void apportion(const double *w, uint32_t E, uint32_t N, uint32_t cap, uint32_t *r,
+		      uint32_t *heap, uint32_t *seq)
+{
+	struct rheap hp = { .h = heap, .n = 0, .w = w, .r = r };
+	for (uint32_t e = 0; e < E; e++) {
+		r[e] = 1;
+		if (cap == 0 || cap > 1) {
+			hp.h[hp.n++] = e;
+		}
+	}
+	for (uint32_t i = hp.n / 2; i-- > 0;) {
+		rheap_down(&hp, i);
+	}
+	for (uint32_t k = E; k < N && hp.n > 0; k++) {
+		uint32_t e = hp.h[0];
+		r[e]++;
+		if (seq) {
+			seq[k - E] = e;
+		}
+		if (cap != 0 && r[e] >= cap) {
+			hp.h[0] = hp.h[--hp.n];
+		}
+		rheap_down(&hp, 0);
+	}
+}
+
+double pl_replicas_greedy(const struct pl_prob *prob, uint32_t *r)
+{
+	uint32_t *heap = malloc(sizeof(*heap) * prob->E);
+	double top = 0;
+	if (!heap) {
+		/* Without scratch: the uncapped proportional bound is still valid. */
+		for (uint32_t e = 0; e < prob->E; e++) {
+			r[e] = 1;
+		}
+		return 0;
+	}
+	apportion(prob->w, prob->E, prob->N, prob->G, r, heap, NULL);
+	free(heap);
+	for (uint32_t e = 0; e < prob->E; e++) {
+		double s = prob->w[e] / r[e];
+		if (s > top) {
+			top = s;
+		}
+	}
+	return top;
+}
+
+void pl_replicas_eplb(const struct pl_prob *prob, uint32_t *r, uint32_t *heap, uint32_t *seq)
+{
+	apportion(prob->w, prob->E, prob->N, 0, r, heap, seq);
+}
+
+/* a before b in the order: key descending (ascending when asc), then
+ * index ascending: a total order, so the result is deterministic. */
+static bool before(const double *key, bool asc, uint32_t a, uint32_t b)
+{
+	if (key[a] > key[b]) {
+		return !asc;
+	}
+	if (key[a] < key[b]) {
+		return asc;
+	}
+	return a < b;
+}
+
+static void sift(uint32_t *idx, const double *key, bool asc, uint32_t i, uint32_t n)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1;
+		uint32_t m = i;
+		/* max-heap on "comes later" so that the heap sort ends in order */
+		if (l < n && before(key, asc, idx[m], idx[l])) {
+			m = l;
+		}
+		if (l + 1 < n && before(key, asc, idx[m], idx[l + 1])) {
+			m = l + 1;
+		}
+		if (m == i) {
+			return;
+		}
+		uint32_t t = idx[i];
+		idx[i] = idx[m];
+		idx[m] = t;
+		i = m;
+	}
+}
+
+void pl_sort_idx(uint32_t *idx, uint32_t n, const double *key, bool asc)
+{
+	for (uint32_t i = n / 2; i-- > 0;) {
+		sift(idx, key, asc, i, n);
+	}
+	for (uint32_t end = n; end-- > 1;) {
+		uint32_t t = idx[0];
+		idx[0] = idx[end];
+		idx[end] = t;
+		sift(idx, key, asc, 0, end);
+	}
+}
+
+void pl_sort_desc(uint32_t *idx, const double *key, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		idx[i] = i;
+	}
+	pl_sort_idx(idx, n, key, false);
+}
+
+double pl_bound_global(const struct pl_prob *prob, uint32_t *r_scratch, double *size_scratch)
+{
+	double lb = prob->mean;
+	double top = pl_replicas_greedy(prob, r_scratch);
+	/* The GPU holding the largest item holds S-1 more; expert e has at most
+	 * rmax = min(G, N-E+1) replicas, each >= w_e / rmax, so any S-1 items
+	 * weigh at least the S-1 smallest of that multiset. */
+	uint32_t rmax = prob->N - prob->E + 1;
+	if (rmax > prob->G) {
+		rmax = prob->G;
+	}
+	double small = 0;
+	if (prob->S > 1) {
+		/* r_scratch is free again: reuse it as an index array. */
+		for (uint32_t e = 0; e < prob->E; e++) {
+			size_scratch[e] = prob->w[e] / rmax;
+		}
+		pl_sort_desc(r_scratch, size_scratch, prob->E);
+		uint32_t need = prob->S - 1;
+		for (uint32_t i = prob->E; i-- > 0 && need > 0;) {
+			uint32_t take = need < rmax ? need : rmax;
+			small += take * size_scratch[r_scratch[i]];
+			need -= take;
+		}
+	}
+	if (top + small > lb) {
+		lb = top + small;
+	}
+	return lb;
+}
+
+double pl_bound_for_r(const struct pl_prob *prob, const uint32_t *r, struct pl_work *work)
+{
+	uint32_t E = prob->E;
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	uint32_t N = prob->N;
+	double *p = work->size;
+	for (uint32_t e = 0; e < E; e++) {
+		work->key[e] = prob->w[e] / r[e];
+	}
+	pl_sort_desc(work->order, work->key, E);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < E; i++) {
+		uint32_t e = work->order[i];
+		for (uint32_t k = 0; k < r[e] && n < N; k++) {
+			p[n++] = work->key[e];
+		}
+	}
+	double lb = prob->mean;
+	/* Suffix sums of the smallest items: tail(j) = p[N-j] + ... + p[N-1]. */
+	for (uint32_t k = 1; k <= S; k++) {
+		uint64_t m = (uint64_t)(k - 1) * G + 1;
+		if (m > N) {
+			break;
+		}
+		double v = 0;
+		for (uint32_t i = (uint32_t)m - k; i < m; i++) {
+			v += p[i];
+		}
+		for (uint32_t i = N - (S - k); i < N; i++) {
+			v += p[i];
+		}
+		if (v > lb) {
+			lb = v;
+		}
+	}
+	return lb;
+}
+
+void pl_rset_free(struct pl_rset *set)
+{
+	if (!set) {
+		return;
+	}
+	free(set->r);
+	free(set->bound);
+	memset(set, 0, sizeof(*set));
+}
+
+static bool rset_push(struct pl_rset *set, const uint32_t *r, uint32_t E, double bound)
+{
+	if (set->count == set->cap) {
+		uint32_t cap = set->cap ? set->cap * 2 : 64;
+		uint32_t *nr = realloc(set->r, sizeof(*nr) * (size_t)cap * E);
+		if (!nr) {
+			return false;
+		}
+		set->r = nr;
+		double *nb = realloc(set->bound, sizeof(*nb) * cap);
+		if (!nb) {
+			return false;
+		}
+		set->bound = nb;
+		set->cap = cap;
+	}
+	memcpy(set->r + (size_t)set->count * E, r, sizeof(*r) * E);
+	set->bound[set->count++] = bound;
+	return true;
+}
+
+/* The smallest r with w / r < cutoff (w / r strictly below). */
+static uint32_t rmin_for(double w, double cutoff)
+{
+	if (w < cutoff) {
+		return 1;
+	}
+	double q = floor(w / cutoff) + 1;
+	if (q > 4294967295.0) {
+		return UINT32_MAX;
+	}
+	uint32_t r = (uint32_t)q;
+	while (r > 1 && w / (r - 1) < cutoff) {
+		r--;
+	}
+	while (w / r >= cutoff && r < UINT32_MAX) {
+		r++;
+	}
+	return r;
+}
+
+enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint64_t max_leaves,
+				 double deadline, struct pl_work *work, struct pl_rset *out)
+{
+	uint32_t E = prob->E;
+	uint32_t G = prob->G;
+	enum pl_enum_result res = PL_ENUM_DONE;
+	uint32_t *r = malloc(sizeof(*r) * E);
+	uint32_t *fre = malloc(sizeof(*fre) * E);      /* free experts, sorted by w desc */
+	uint32_t *range = malloc(sizeof(*range) * E);  /* extra replicas allowed per free level */
+	uint32_t *cur = malloc(sizeof(*cur) * E);      /* extra chosen per level */
+	uint64_t *suffix = malloc(sizeof(*suffix) * (E + 1));
+	uint64_t *ways = NULL;
+	uint64_t *tmp = NULL;
+	uint32_t *sorted = malloc(sizeof(*sorted) * E);
+	if (!r || !fre || !range || !cur || !suffix || !sorted) {
+		res = PL_ENUM_NOMEM;
+		goto out;
+	}
+	uint64_t base = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		r[e] = rmin_for(prob->w[e], cutoff);
+		if (r[e] > G) {
+			goto out; /* this expert alone keeps every plan at >= cutoff */
+		}
+		base += r[e];
+	}
+	if (base > prob->N) {
+		goto out;
+	}
+	uint32_t X = prob->N - (uint32_t)base;
+	pl_sort_desc(sorted, prob->w, E);
+	uint32_t F = 0;
+	for (uint32_t i = 0; i < E; i++) {
+		uint32_t e = sorted[i];
+		uint32_t hi = G - r[e];
+		if (hi > X) {
+			hi = X;
+		}
+		if (hi > 0) {
+			fre[F] = e;
+			range[F] = hi;
+			F++;
+		}
+	}
+	suffix[F] = 0;
+	for (uint32_t i = F; i-- > 0;) {
+		suffix[i] = suffix[i + 1] + range[i];
+	}
+	if (suffix[0] < X) {
+		goto out; /* caps leave no vector summing to N */
+	}
+	/* Count the vectors (saturating at max_leaves + 1) before walking
+	 * them: ways[x] = number of ways to hand out x extra replicas. */
+	ways = calloc((size_t)X + 1, sizeof(*ways));
+	tmp = malloc(sizeof(*tmp) * ((size_t)X + 1));
+	if (!ways || !tmp) {
+		res = PL_ENUM_NOMEM;
+		goto out;
+	}
+	ways[0] = 1;
+	uint64_t lim = max_leaves + 1;
+	for (uint32_t i = 0; i < F; i++) {
+		/* new[x] = sum of old[x - range .. x]: a window over clamped
+		 * values stays >= lim whenever the true sum is. */
+		uint64_t run = 0;
+		for (uint32_t x = 0; x <= X; x++) {
+			run += ways[x];
+			if (x >= range[i] + 1) {
+				run -= ways[x - range[i] - 1];
+			}
+			tmp[x] = run > lim ? lim : run;
+		}
+		memcpy(ways, tmp, sizeof(*tmp) * ((size_t)X + 1));
+	}
+	if (ways[X] > max_leaves) {
+		res = PL_ENUM_TOO_MANY;
+		goto out;
+	}
+	/* Depth-first walk: level i gives cur[i] extra replicas to fre[i]; the
+	 * last level takes what is left. Equal-weight neighbours are
+	 * interchangeable, so their extras are kept non-increasing. */
+	if (F == 0) {
+		double b = pl_bound_for_r(prob, r, work);
+		if (b < cutoff && !rset_push(out, r, E, b)) {
+			res = PL_ENUM_NOMEM;
+		}
+		goto out;
+	}
+	uint64_t leaves = 0;
+	int64_t lvl = 0;
+	uint32_t rem = X;
+	/* cur[lvl] starts at its highest allowed value and counts down. */
+	cur[0] = range[0] < rem ? range[0] : rem;
+	for (;;) {
+		uint32_t i = (uint32_t)lvl;
+		uint64_t lo = rem > suffix[i + 1] ? rem - suffix[i + 1] : 0;
+		bool ok = cur[i] != UINT32_MAX && cur[i] >= lo;
+		if (ok && i > 0 && !(prob->w[fre[i]] < prob->w[fre[i - 1]] || prob->w[fre[i]] > prob->w[fre[i - 1]]) && range[i] == range[i - 1]
+		    && cur[i] > cur[i - 1]) {
+			/* symmetry: skip down to cur[i-1] */
+			cur[i] = cur[i - 1];
+			ok = cur[i] >= lo;
+		}
+		if (!ok) {
+			/* exhausted this level: back up */
+			if (lvl == 0) {
+				break;
+			}
+			lvl--;
+			i = (uint32_t)lvl;
+			r[fre[i]] -= cur[i];
+			rem += cur[i];
+			cur[i] = cur[i] == 0 ? UINT32_MAX : cur[i] - 1;
+			continue;
+		}
+		r[fre[i]] += cur[i];
+		rem -= cur[i];
+		if (i + 1 == F) {
+			if (rem == 0) {
+				double b = pl_bound_for_r(prob, r, work);
+				if (b < cutoff && !rset_push(out, r, E, b)) {
+					res = PL_ENUM_NOMEM;
+					goto out;
+				}
+				if (++leaves % 256 == 0 && pl_now() > deadline) {
+					res = PL_ENUM_TIMEOUT;
+					goto out;
+				}
+			}
+			r[fre[i]] -= cur[i];
+			rem += cur[i];
+			cur[i] = cur[i] == 0 ? UINT32_MAX : cur[i] - 1;
+			continue;
+		}
+		lvl++;
+		i = (uint32_t)lvl;
+		cur[i] = range[i] < rem ? range[i] : rem;
+	}
+out:
+	free(r);
+	free(fre);
+	free(range);
+	free(cur);
+	free(suffix);
+	free(ways);
+	free(tmp);
+	free(sorted);
+	return res;
+}

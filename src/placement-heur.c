@@ -1,0 +1,668 @@
+/* Placement: constructive heuristics and local search (even split).
+ *
+ * Seeds: (1) greedy replica counts (largest w_e / r_e first, r_e <= G)
+ * packed largest-first onto the least-loaded GPU with room that does not
+ * already hold the expert (LPT with a cardinality limit); (2) DeepSeek
+ * EPLB's global policy, repaired when it put two replicas on one GPU, so
+ * that the result is never worse than EPLB's. Each seed is improved by
+ * pairwise swaps and replica moves; the best is kept.
+ */
+#include "placement-internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+
+double pl_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void pl_prob_init(struct pl_prob *prob, const double *w, uint32_t E, uint32_t G, uint32_t S)
+{
+	prob->w = w;
+	prob->E = E;
+	prob->G = G;
+	prob->S = S;
+	prob->N = G * S;
+	double sum = 0;
+	double top = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		sum += w[e];
+		if (w[e] > top) {
+			top = w[e];
+		}
+	}
+	prob->sum = sum;
+	prob->mean = sum / G;
+	double scale = prob->mean > top / G ? prob->mean : top / G;
+	prob->tol = PL_REL_TOL * (scale > DBL_MIN ? scale : DBL_MIN);
+}
+
+int pl_sol_alloc(struct pl_sol *sol, const struct pl_prob *prob)
+{
+	sol->slot = calloc(prob->N, sizeof(*sol->slot));
+	sol->r = calloc(prob->E, sizeof(*sol->r));
+	sol->load = calloc(prob->G, sizeof(*sol->load));
+	sol->max = 0;
+	if (!sol->slot || !sol->r || !sol->load) {
+		pl_sol_free(sol);
+		return MP_ENOMEM;
+	}
+	return 0;
+}
+
+void pl_sol_free(struct pl_sol *sol)
+{
+	if (!sol) {
+		return;
+	}
+	free(sol->slot);
+	free(sol->r);
+	free(sol->load);
+	sol->slot = NULL;
+	sol->r = NULL;
+	sol->load = NULL;
+}
+
+void pl_sol_copy(struct pl_sol *dst, const struct pl_sol *src, const struct pl_prob *prob)
+{
+	memcpy(dst->slot, src->slot, sizeof(*dst->slot) * prob->N);
+	memcpy(dst->r, src->r, sizeof(*dst->r) * prob->E);
+	memcpy(dst->load, src->load, sizeof(*dst->load) * prob->G);
+	dst->max = src->max;
+}
+
+void pl_sol_eval(struct pl_sol *sol, const struct pl_prob *prob)
+{
+	memset(sol->r, 0, sizeof(*sol->r) * prob->E);
+	for (uint32_t p = 0; p < prob->N; p++) {
+		sol->r[sol->slot[p]]++;
+	}
+	sol->max = 0;
+	for (uint32_t g = 0; g < prob->G; g++) {
+		double l = 0;
+		for (uint32_t s = 0; s < prob->S; s++) {
+			uint32_t e = sol->slot[g * prob->S + s];
+			l += prob->w[e] / sol->r[e];
+		}
+		sol->load[g] = l;
+		if (l > sol->max) {
+			sol->max = l;
+		}
+	}
+}
+
+static double second_max(const double *load, uint32_t G)
+{
+	double m1 = -1;
+	double m2 = -1;
+	for (uint32_t g = 0; g < G; g++) {
+		if (load[g] > m1) {
+			m2 = m1;
+			m1 = load[g];
+		} else if (load[g] > m2) {
+			m2 = load[g];
+		}
+	}
+	return m2;
+}
+
+bool pl_sol_better(const struct pl_sol *a, const struct pl_sol *b, const struct pl_prob *prob,
+		   double *scratch)
+{
+	(void)scratch;
+	if (a->max < b->max - prob->tol) {
+		return true;
+	}
+	if (a->max > b->max + prob->tol) {
+		return false;
+	}
+	return second_max(a->load, prob->G) < second_max(b->load, prob->G) - prob->tol;
+}
+
+static bool gpu_holds(const struct pl_prob *prob, const uint32_t *slot, uint32_t g, uint32_t e)
+{
+	const uint32_t *s = slot + (size_t)g * prob->S;
+	for (uint32_t i = 0; i < prob->S; i++) {
+		if (s[i] == e) {
+			return true;
+		}
+	}
+	return false;
+}
+
+bool pl_sol_no_dup(const struct pl_sol *sol, const struct pl_prob *prob)
+{
+	for (uint32_t g = 0; g < prob->G; g++) {
+		const uint32_t *s = sol->slot + (size_t)g * prob->S;
+		for (uint32_t i = 0; i < prob->S; i++) {
+			for (uint32_t j = i + 1; j < prob->S; j++) {
+				if (s[i] == s[j]) {
+					return false;
+				}
+			}
+		}
+	}
+	return true;
+}
+
+int pl_work_alloc(struct pl_work *work, const struct pl_prob *prob)
+{
+	memset(work, 0, sizeof(*work));
+	work->order = malloc(sizeof(*work->order) * prob->E);
+	work->stamp = malloc(sizeof(*work->stamp) * prob->G);
+	work->cnt = malloc(sizeof(*work->cnt) * prob->G);
+	work->head = malloc(sizeof(*work->head) * ((size_t)prob->E + 1));
+	work->list = malloc(sizeof(*work->list) * prob->N);
+	work->size = malloc(sizeof(*work->size) * prob->N);
+	work->key = malloc(sizeof(*work->key) * prob->E);
+	work->items = malloc(sizeof(*work->items) * prob->N);
+	if (!work->order || !work->stamp || !work->cnt || !work->head || !work->list || !work->size
+	    || !work->key || !work->items) {
+		pl_work_free(work);
+		return MP_ENOMEM;
+	}
+	return 0;
+}
+
+void pl_work_free(struct pl_work *work)
+{
+	if (!work) {
+		return;
+	}
+	free(work->order);
+	free(work->stamp);
+	free(work->cnt);
+	free(work->head);
+	free(work->list);
+	free(work->size);
+	free(work->key);
+	free(work->items);
+	memset(work, 0, sizeof(*work));
+}
+
+bool pl_pack_lpt(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol,
+		 struct pl_work *work)
+{
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	bool dup = false;
+	for (uint32_t e = 0; e < prob->E; e++) {
+		work->key[e] = prob->w[e] / r[e];
+	}
+	pl_sort_desc(work->order, work->key, prob->E);
+	for (uint32_t g = 0; g < G; g++) {
+		work->cnt[g] = 0;
+		work->stamp[g] = UINT32_MAX;
+		sol->load[g] = 0;
+	}
+	for (uint32_t i = 0; i < prob->E; i++) {
+		uint32_t e = work->order[i];
+		double size = work->key[e];
+		for (uint32_t k = 0; k < r[e]; k++) {
+			uint32_t best = UINT32_MAX;
+			uint32_t any = UINT32_MAX;
+			for (uint32_t g = 0; g < G; g++) {
+				if (work->cnt[g] >= S) {
+					continue;
+				}
+				if (any == UINT32_MAX || sol->load[g] < sol->load[any]) {
+					any = g;
+				}
+				if (work->stamp[g] != e
+				    && (best == UINT32_MAX || sol->load[g] < sol->load[best])) {
+					best = g;
+				}
+			}
+			if (best == UINT32_MAX) {
+				best = any;
+				dup = true;
+			}
+			sol->slot[best * S + work->cnt[best]++] = e;
+			sol->load[best] += size;
+			work->stamp[best] = e;
+		}
+	}
+	memcpy(sol->r, r, sizeof(*r) * prob->E);
+	sol->max = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		if (sol->load[g] > sol->max) {
+			sol->max = sol->load[g];
+		}
+	}
+	if (dup) {
+		return pl_repair_dups(prob, sol);
+	}
+	return true;
+}
+
+void pl_eplb(const struct pl_prob *prob, uint32_t *slot, struct pl_work *work)
+{
+	uint32_t E = prob->E;
+	uint32_t N = prob->N;
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	/* replicate_experts: physical expert p < E is logical p; physical
+	 * expert p >= E is the logical expert that had the highest load per
+	 * replica when it was created (no cap on replicas). */
+	uint32_t *phy = work->items;
+	uint32_t *cnt = work->order; /* [E] final counts */
+	pl_replicas_eplb(prob, cnt, work->list, phy + E);
+	for (uint32_t e = 0; e < E; e++) {
+		phy[e] = e;
+	}
+	/* balanced_packing: physical items by weight, heaviest first (stable
+	 * by physical id), each to the lightest GPU with room (lowest id on
+	 * ties). */
+	double *size = work->size;
+	for (uint32_t p = 0; p < N; p++) {
+		size[p] = prob->w[phy[p]] / cnt[phy[p]];
+	}
+	uint32_t *order = work->list; /* [N] */
+	pl_sort_desc(order, size, N);
+	double *load = calloc(G, sizeof(*load));
+	uint32_t *fill = work->cnt;
+	for (uint32_t g = 0; g < G; g++) {
+		fill[g] = 0;
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t p = order[i];
+		uint32_t best = UINT32_MAX;
+		for (uint32_t g = 0; g < G; g++) {
+			if (fill[g] < S && (best == UINT32_MAX || (load && load[g] < load[best]))) {
+				best = g;
+			}
+		}
+		slot[best * S + fill[best]++] = phy[p];
+		if (load) {
+			load[best] += size[p];
+		}
+	}
+	free(load);
+}
+
+bool pl_repair_dups(const struct pl_prob *prob, struct pl_sol *sol)
+{
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	for (uint32_t g = 0; g < G; g++) {
+		for (uint32_t i = 0; i < S; i++) {
+			uint32_t e = sol->slot[g * S + i];
+			bool is_dup = false;
+			for (uint32_t j = 0; j < i; j++) {
+				if (sol->slot[g * S + j] == e) {
+					is_dup = true;
+					break;
+				}
+			}
+			if (!is_dup) {
+				continue;
+			}
+			double pe = prob->w[e] / sol->r[e];
+			uint32_t best_t = UINT32_MAX;
+			double best_v = DBL_MAX;
+			for (uint32_t h = 0; h < G; h++) {
+				if (h == g || gpu_holds(prob, sol->slot, h, e)) {
+					continue;
+				}
+				for (uint32_t t = 0; t < S; t++) {
+					uint32_t f = sol->slot[h * S + t];
+					if (gpu_holds(prob, sol->slot, g, f)) {
+						continue;
+					}
+					double pf = prob->w[f] / sol->r[f];
+					double lg = sol->load[g] - pe + pf;
+					double lh = sol->load[h] - pf + pe;
+					double v = lg > lh ? lg : lh;
+					if (v < best_v) {
+						best_v = v;
+						best_t = h * S + t;
+					}
+				}
+			}
+			if (best_t == UINT32_MAX) {
+				return false;
+			}
+			uint32_t h = best_t / S;
+			uint32_t f = sol->slot[best_t];
+			double pf = prob->w[f] / sol->r[f];
+			sol->slot[best_t] = e;
+			sol->slot[g * S + i] = f;
+			sol->load[g] += pf - pe;
+			sol->load[h] += pe - pf;
+		}
+	}
+	sol->max = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		if (sol->load[g] > sol->max) {
+			sol->max = sol->load[g];
+		}
+	}
+	return true;
+}
+
+/* Best swap between GPU b and any GPU g lighter than b: an item a on b
+ * trades places with a lighter item c on g. Accepted when the larger of
+ * the two new loads is below b's load (so the sorted load vector only
+ * improves). Returns true when a swap was applied. */
+static bool swap_improve(const struct pl_prob *prob, struct pl_sol *sol, const double *size,
+			 uint32_t b)
+{
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	double tol = prob->tol;
+	double lb = sol->load[b];
+	double best_v = lb - tol;
+	uint32_t best_a = UINT32_MAX;
+	uint32_t best_c = UINT32_MAX;
+	const uint32_t *sb = sol->slot + (size_t)b * S;
+	for (uint32_t g = 0; g < G; g++) {
+		double lg = sol->load[g];
+		if (g == b || lg >= lb - tol || (lb + lg) * 0.5 >= best_v) {
+			continue;
+		}
+		double diff = lb - lg;
+		const uint32_t *sg = sol->slot + (size_t)g * S;
+		for (uint32_t i = 0; i < S; i++) {
+			uint32_t a = sb[i];
+			double pa = size[a];
+			for (uint32_t j = 0; j < S; j++) {
+				uint32_t c = sg[j];
+				double d = pa - size[c];
+				if (c == a || d <= tol || d >= diff - tol) {
+					continue;
+				}
+				double nb = lb - d;
+				double ng = lg + d;
+				double v = nb > ng ? nb : ng;
+				if (v >= best_v) {
+					continue;
+				}
+				if (gpu_holds(prob, sol->slot, g, a) || gpu_holds(prob, sol->slot, b, c)) {
+					continue;
+				}
+				best_v = v;
+				best_a = b * S + i;
+				best_c = g * S + j;
+			}
+		}
+	}
+	if (best_a == UINT32_MAX) {
+		return false;
+	}
+	uint32_t a = sol->slot[best_a];
+	uint32_t c = sol->slot[best_c];
+	double d = size[a] - size[c];
+	sol->slot[best_a] = c;
+	sol->slot[best_c] = a;
+	sol->load[b] -= d;
+	sol->load[best_c / S] += d;
+	return true;
+}
+
+static void build_csr(const struct pl_prob *prob, const struct pl_sol *sol, struct pl_work *work)
+{
+	uint32_t E = prob->E;
+	memset(work->head, 0, sizeof(*work->head) * ((size_t)E + 1));
+	for (uint32_t p = 0; p < prob->N; p++) {
+		work->head[sol->slot[p] + 1]++;
+	}
+	for (uint32_t e = 0; e < E; e++) {
+		work->head[e + 1] += work->head[e];
+	}
+	/* Fill: order[e] = next position of e (order has E entries). */
+	for (uint32_t e = 0; e < E; e++) {
+		work->order[e] = work->head[e];
+	}
+	for (uint32_t p = 0; p < prob->N; p++) {
+		work->list[work->order[sol->slot[p]]++] = p;
+	}
+}
+
+/* Replica move: one replica of x (on GPU h) becomes a replica of y, an
+ * expert on the busiest GPU b. x's other replicas grow by dx, y's shrink by
+ * dy (b among them), h trades w_x/r_x for w_y/(r_y+1). Accepted when every
+ * GPU whose load changes ends below b's old load. Returns true when a move
+ * was applied. */
+static bool rmove_improve(const struct pl_prob *prob, struct pl_sol *sol, double *size,
+			  struct pl_work *work, uint32_t b)
+{
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	uint32_t E = prob->E;
+	double tol = prob->tol;
+	double M = sol->load[b];
+	build_csr(prob, sol, work);
+	for (uint32_t g = 0; g < G; g++) {
+		work->stamp[g] = UINT32_MAX;
+	}
+	double best_v = M - tol;
+	uint32_t best_slot = UINT32_MAX;
+	uint32_t best_y = UINT32_MAX;
+	for (uint32_t i = 0; i < S; i++) {
+		uint32_t y = sol->slot[b * S + i];
+		uint32_t ry = sol->r[y];
+		if (ry >= G || prob->w[y] <= 0) {
+			continue;
+		}
+		double ny = prob->w[y] / (ry + 1);
+		double dy = size[y] - ny;
+		if (dy <= tol) {
+			continue;
+		}
+		for (uint32_t k = work->head[y]; k < work->head[y + 1]; k++) {
+			work->stamp[work->list[k] / S] = y;
+		}
+		double nb = M - dy;
+		for (uint32_t x = 0; x < E; x++) {
+			uint32_t rx = sol->r[x];
+			if (x == y || rx < 2) {
+				continue;
+			}
+			double px = size[x];
+			double dx = prob->w[x] / (rx - 1) - px;
+			double t1 = -DBL_MAX;
+			double t2 = -DBL_MAX;
+			uint32_t t1g = UINT32_MAX;
+			bool on_b = false;
+			for (uint32_t k = work->head[x]; k < work->head[x + 1]; k++) {
+				uint32_t g = work->list[k] / S;
+				double v = sol->load[g] + dx - (work->stamp[g] == y ? dy : 0);
+				if (g == b) {
+					on_b = true;
+				}
+				if (v > t1) {
+					t2 = t1;
+					t1 = v;
+					t1g = g;
+				} else if (v > t2) {
+					t2 = v;
+				}
+			}
+			if (t2 >= best_v) {
+				continue;
+			}
+			double base = on_b ? -DBL_MAX : nb;
+			if (base >= best_v) {
+				continue;
+			}
+			for (uint32_t k = work->head[x]; k < work->head[x + 1]; k++) {
+				uint32_t h = work->list[k] / S;
+				if (work->stamp[h] == y) {
+					continue;
+				}
+				double hn = sol->load[h] - px + ny;
+				double xm = h == t1g ? t2 : t1;
+				double v = hn > xm ? hn : xm;
+				if (base > v) {
+					v = base;
+				}
+				if (v < best_v) {
+					best_v = v;
+					best_slot = work->list[k];
+					best_y = y;
+				}
+			}
+		}
+		for (uint32_t k = work->head[y]; k < work->head[y + 1]; k++) {
+			work->stamp[work->list[k] / S] = UINT32_MAX;
+		}
+	}
+	if (best_slot == UINT32_MAX) {
+		return false;
+	}
+	uint32_t x = sol->slot[best_slot];
+	sol->slot[best_slot] = best_y;
+	sol->r[x]--;
+	sol->r[best_y]++;
+	size[x] = prob->w[x] / sol->r[x];
+	size[best_y] = prob->w[best_y] / sol->r[best_y];
+	for (uint32_t g = 0; g < G; g++) {
+		double l = 0;
+		for (uint32_t s = 0; s < S; s++) {
+			l += size[sol->slot[g * S + s]];
+		}
+		sol->load[g] = l;
+	}
+	return true;
+}
+
+static uint32_t argmax(const double *v, uint32_t n)
+{
+	uint32_t b = 0;
+	for (uint32_t i = 1; i < n; i++) {
+		if (v[i] > v[b]) {
+			b = i;
+		}
+	}
+	return b;
+}
+
+void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *work,
+		double deadline)
+{
+	uint32_t G = prob->G;
+	double *size = work->key; /* [E]: current item size per expert */
+	for (uint32_t e = 0; e < prob->E; e++) {
+		size[e] = prob->w[e] / sol->r[e];
+	}
+	/* Recompute loads exactly from the sizes (drift-free start). */
+	for (uint32_t g = 0; g < G; g++) {
+		double l = 0;
+		for (uint32_t s = 0; s < prob->S; s++) {
+			l += size[sol->slot[g * prob->S + s]];
+		}
+		sol->load[g] = l;
+	}
+	uint64_t iter = 0;
+	uint64_t cap = 64ull * prob->N + 1000;
+	while (iter++ < cap) {
+		if ((iter & 63) == 0 && pl_now() > deadline) {
+			break;
+		}
+		uint32_t b = argmax(sol->load, G);
+		double M = sol->load[b];
+		bool moved = false;
+		/* Every GPU tied at the max may be the one that can move. */
+		for (uint32_t g = 0; g < G && !moved; g++) {
+			if (sol->load[g] >= M - prob->tol) {
+				moved = swap_improve(prob, sol, size, g);
+			}
+		}
+		for (uint32_t g = 0; g < G && !moved; g++) {
+			if (sol->load[g] >= M - prob->tol) {
+				moved = rmove_improve(prob, sol, size, work, g);
+			}
+		}
+		if (!moved) {
+			break;
+		}
+	}
+	/* Second busiest: improve the heaviest GPU below the max, if the max
+	 * is held by one GPU only. */
+	while (iter++ < cap) {
+		if ((iter & 63) == 0 && pl_now() > deadline) {
+			break;
+		}
+		uint32_t b = argmax(sol->load, G);
+		double M = sol->load[b];
+		uint32_t b2 = UINT32_MAX;
+		bool tie = false;
+		for (uint32_t g = 0; g < G; g++) {
+			if (g == b) {
+				continue;
+			}
+			if (sol->load[g] >= M - prob->tol) {
+				tie = true;
+				break;
+			}
+			if (b2 == UINT32_MAX || sol->load[g] > sol->load[b2]) {
+				b2 = g;
+			}
+		}
+		if (tie || b2 == UINT32_MAX || !swap_improve(prob, sol, size, b2)) {
+			break;
+		}
+	}
+	sol->max = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		if (sol->load[g] > sol->max) {
+			sol->max = sol->load[g];
+		}
+	}
+}
+
+static void consider(const struct pl_prob *prob, struct pl_sol *best, bool *have,
+		     const struct pl_sol *cand)
+{
+	if (!*have || pl_sol_better(cand, best, prob, NULL)) {
+		pl_sol_copy(best, cand, prob);
+		*have = true;
+	}
+}
+
+int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work,
+		 double deadline)
+{
+	struct pl_sol cand = { 0 };
+	uint32_t *r = malloc(sizeof(*r) * prob->E);
+	bool have = false;
+	int rc = 0;
+	if (!r || pl_sol_alloc(&cand, prob) != 0) {
+		rc = MP_ENOMEM;
+		goto out;
+	}
+	/* Seed 1: greedy replica counts, LPT packing. */
+	pl_replicas_greedy(prob, r);
+	if (pl_pack_lpt(prob, r, &cand, work)) {
+		pl_improve(prob, &cand, work, deadline);
+		consider(prob, best, &have, &cand);
+	}
+	/* Seed 2: EPLB's plan, usable when it gives no expert more replicas
+	 * than GPUs; its duplicates swapped away. */
+	pl_eplb(prob, cand.slot, work);
+	pl_sol_eval(&cand, prob);
+	bool capped = true;
+	for (uint32_t e = 0; e < prob->E; e++) {
+		if (cand.r[e] > prob->G) {
+			capped = false;
+		}
+	}
+	if (capped && pl_repair_dups(prob, &cand)) {
+		pl_improve(prob, &cand, work, deadline);
+		consider(prob, best, &have, &cand);
+	}
+	if (!have) {
+		rc = MP_ELIMIT;
+	}
+out:
+	free(r);
+	pl_sol_free(&cand);
+	return rc;
+}

@@ -1,0 +1,186 @@
+/* moeplan (private): the placement solver's parts.
+ *
+ *   placement.c        public API, per-layer driver, worker threads
+ *   placement-bound.c  lower bounds and the enumeration of replica counts
+ *   placement-heur.c   constructive heuristics (LPT packing, EPLB) and
+ *                      local search (swaps, replica moves)
+ *   placement-mip.c    GLPK packing MIP (representatives formulation) and
+ *                      the weighted-split LP
+ *   placement-eval.c   evaluation of a given map
+ *
+ * Terms as in moeplan/placement.h: E experts, G GPUs, S slots per GPU,
+ * N = G * S slots; slot p lives on GPU p / S. An "item" is one replica,
+ * of size w_e / r_e under the even split.
+ */
+#ifndef MOEPLAN_PLACEMENT_INTERNAL_H
+#define MOEPLAN_PLACEMENT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "moeplan/placement.h"
+
+/* Relative tolerance under which two loads count as equal and a gap as
+ * closed (the GLPK models use a cutoff of UB * (1 - PL_REL_TOL)). */
+#define PL_REL_TOL 1e-6
+
+/* One layer's instance. */
+struct pl_prob {
+	const double *w; /* [E] */
+	uint32_t E, G, S, N;
+	double sum;      /* sum of w */
+	double mean;     /* sum / G */
+	double tol;      /* absolute tolerance: PL_REL_TOL * max(mean, max w / G, tiny) */
+};
+
+/* A complete even-split solution. */
+struct pl_sol {
+	uint32_t *slot; /* [N] expert in each slot */
+	uint32_t *r;    /* [E] replica counts */
+	double *load;   /* [G] */
+	double max;
+};
+
+/* Scratch buffers shared by the heuristics of one layer (one per thread). */
+struct pl_work {
+	uint32_t *order;  /* [E] */
+	uint32_t *stamp;  /* [G] */
+	uint32_t *cnt;    /* [G] */
+	uint32_t *head;   /* [E + 1] CSR offsets: expert -> its slots */
+	uint32_t *list;   /* [N] CSR slots */
+	double *size;     /* [N] item sizes, scratch */
+	double *key;      /* [E] sort keys */
+	uint32_t *items;  /* [N] item expert ids, scratch */
+};
+
+/* Wall clock in seconds (CLOCK_MONOTONIC). */
+double pl_now(void);
+
+void pl_prob_init(struct pl_prob *prob, const double *w, uint32_t E, uint32_t G, uint32_t S);
+
+int pl_sol_alloc(struct pl_sol *sol, const struct pl_prob *prob);
+void pl_sol_free(struct pl_sol *sol);
+void pl_sol_copy(struct pl_sol *dst, const struct pl_sol *src, const struct pl_prob *prob);
+/* Recompute r (from the slots), loads and max. */
+void pl_sol_eval(struct pl_sol *sol, const struct pl_prob *prob);
+/* True when a is better than b: lower max, then lower second max (sorted
+ * load vectors compared lexicographically), beyond prob->tol. */
+bool pl_sol_better(const struct pl_sol *a, const struct pl_sol *b, const struct pl_prob *prob,
+		   double *scratch);
+/* True when no GPU holds one expert twice. */
+bool pl_sol_no_dup(const struct pl_sol *sol, const struct pl_prob *prob);
+
+int pl_work_alloc(struct pl_work *work, const struct pl_prob *prob);
+void pl_work_free(struct pl_work *work);
+
+/* Sort experts by key descending, ties by id ascending (deterministic). */
+void pl_sort_desc(uint32_t *idx, const double *key, uint32_t n);
+/* Sort the given indices by key[idx] (descending, or ascending when asc),
+ * ties by index ascending. */
+void pl_sort_idx(uint32_t *idx, uint32_t n, const double *key, bool asc);
+
+/* --- bounds (placement-bound.c) --- */
+
+/* Replica counts minimising the largest item w_e / r_e subject to
+ * 1 <= r_e <= G, sum r_e = N (greedy apportionment: D'Hondt/Jefferson;
+ * optimal for the min-max item size). Returns that largest item. */
+double pl_replicas_greedy(const struct pl_prob *prob, uint32_t *r);
+
+/* EPLB's replicate_experts: the same greedy without the cap; seq[N - E]
+ * gets the expert of each redundant replica in creation order. heap[E]. */
+void pl_replicas_eplb(const struct pl_prob *prob, uint32_t *r, uint32_t *heap, uint32_t *seq);
+
+/* A bound valid for every replica-count vector: max(mean, smallest
+ * achievable largest item + the S-1 smallest possible items). */
+double pl_bound_global(const struct pl_prob *prob, uint32_t *r_scratch, double *size_scratch);
+
+/* The bound for fixed replica counts r: max(mean, cardinality bounds over
+ * the sorted item sizes). work->order/key/size used as scratch. */
+double pl_bound_for_r(const struct pl_prob *prob, const uint32_t *r, struct pl_work *work);
+
+/* The replica-count vectors whose bound is below cutoff, found by
+ * depth-first enumeration. */
+struct pl_rset {
+	uint32_t count;
+	uint32_t cap;
+	uint32_t *r;     /* [count][E] */
+	double *bound;   /* [count] */
+};
+
+enum pl_enum_result {
+	PL_ENUM_DONE = 0,   /* every vector with bound < cutoff is in the set */
+	PL_ENUM_TOO_MANY,   /* more than max_leaves vectors to look at */
+	PL_ENUM_TIMEOUT,
+	PL_ENUM_NOMEM,
+};
+
+/* Enumerate r vectors (1 <= r_e <= G, sum N) with pl_bound_for_r < cutoff.
+ * Gives up (PL_ENUM_TOO_MANY) before starting when a count of the
+ * candidates exceeds max_leaves. */
+enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint64_t max_leaves,
+				 double deadline, struct pl_work *work, struct pl_rset *out);
+void pl_rset_free(struct pl_rset *set);
+
+/* --- heuristics (placement-heur.c) --- */
+
+/* Pack the items of r, largest first, each onto the least-loaded GPU that
+ * has room and does not hold the expert (ties: lowest GPU). Falls back to a
+ * duplicate plus repair when a replica has nowhere else to go. Fills sol
+ * (slots, r, loads, max). Returns false when no duplicate-free packing was
+ * found. */
+bool pl_pack_lpt(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol,
+		 struct pl_work *work);
+
+/* DeepSeek EPLB's global policy (replicate_experts: repeatedly replicate
+ * the expert with the highest load per replica, no cap; balanced_packing:
+ * heaviest first into the lightest GPU with room, duplicates allowed).
+ * Fills slot[N]. Ref: github.com/deepseek-ai/EPLB eplb.py. */
+void pl_eplb(const struct pl_prob *prob, uint32_t *slot, struct pl_work *work);
+
+/* Swap duplicates away where possible; returns true when none is left. */
+bool pl_repair_dups(const struct pl_prob *prob, struct pl_sol *sol);
+
+/* Local search: pairwise swaps between the busiest GPU and the others and
+ * replica moves (one replica of x becomes one of y) until no move lowers
+ * (max, number of GPUs at max); then swaps that lower the second busiest.
+ * Never makes the sorted load vector worse. Stops at deadline. */
+void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *work,
+		double deadline);
+
+/* The whole heuristic: several seeds (greedy replica counts + LPT, EPLB,
+ * repaired), each improved; best kept in best. Returns 0 or MP_ENOMEM /
+ * MP_ELIMIT (no duplicate-free plan found). */
+int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work,
+		 double deadline);
+
+/* --- GLPK (placement-mip.c) --- */
+
+enum pl_mip_result {
+	PL_MIP_IMPROVED = 0, /* found a packing with max < cutoff (in sol); optimal for r */
+	PL_MIP_IMPROVED_LIMIT, /* found one, but the time limit stopped the proof */
+	PL_MIP_NONE,         /* proven: no packing of r has max < cutoff */
+	PL_MIP_LIMIT,        /* time limit, nothing found */
+	PL_MIP_ERROR,        /* GLPK failed or out of memory */
+};
+
+/* Packing MIP for fixed replica counts r (representatives formulation:
+ * item i, sorted by size, goes to the GPU "represented" by its first item
+ * j <= i, which removes the symmetry of identical GPUs). Minimises the
+ * busiest load subject to max <= cutoff and max >= lb. *bound_out gets a
+ * valid lower bound for this r (cutoff when NONE). */
+enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, double cutoff,
+			       double lb, double deadline, bool verbose, struct pl_sol *sol,
+			       double *bound_out, struct pl_work *work);
+
+/* Weighted split: given where replicas are (slot), choose each replica's
+ * share (any split of w_e among its replicas) minimising the busiest GPU by
+ * an LP. Fills slot_load[N] and gpu_load[G]; returns the max load or a
+ * negative value when GLPK failed. */
+double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool verbose,
+		      double *slot_load, double *gpu_load);
+
+/* Free this thread's GLPK environment (worker threads call it on exit). */
+void pl_glpk_thread_done(void);
+
+#endif

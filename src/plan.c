@@ -1,0 +1,230 @@
+/* The planning pipeline: scenario -> widths, slots, HBM, roofline and
+ * placement of each phase. */
+#include "moeplan/plan.h"
+#include "moeplan/simulate.h"
+#include "moeplan/widths.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mp_plan_options_init(struct mp_plan_options *opts)
+{
+	*opts = (struct mp_plan_options){.simulate_steps = 200};
+	mp_place_options_init(&opts->place);
+}
+
+static void phase_init(struct mp_phase_plan *phase, const char *name)
+{
+	*phase = (struct mp_phase_plan){.phase = name};
+	mp_placement_init(&phase->placement);
+}
+
+void mp_plan_init(struct mp_plan *plan)
+{
+	mp_loads_init(&plan->loads);
+	phase_init(&plan->prefill, "prefill");
+	phase_init(&plan->decode, "decode");
+}
+
+static void phase_finish(struct mp_phase_plan *phase)
+{
+	mp_placement_finish(&phase->placement);
+	mp_doc_destroy(phase->widths);
+	phase->widths = NULL;
+}
+
+void mp_plan_finish(struct mp_plan *plan)
+{
+	if (!plan) {
+		return;
+	}
+	mp_loads_finish(&plan->loads);
+	phase_finish(&plan->prefill);
+	phase_finish(&plan->decode);
+}
+
+static struct mp_doc *widths_doc(const struct mp_widths *widths)
+{
+	struct mp_doc *list = mp_doc_list();
+	for (size_t i = 0; i < widths->count; i++) {
+		const struct mp_width_candidate *c = &widths->items[i];
+		struct mp_doc *d = mp_doc_map();
+		mp_doc_put_int(d, "ep", c->width.ep);
+		mp_doc_put_int(d, "slots", c->width.slots);
+		mp_doc_put_string(d, "verdict", mp_width_verdict_name(c->verdict));
+		mp_doc_put_string(d, "reason", c->reason);
+		if (c->evaluated) {
+			mp_doc_put_real(d, "tokens_per_expert", c->tokens_per_expert);
+			mp_doc_put_real(d, "expert_time_s", c->expert_time_s);
+			mp_doc_put_real(d, "tokens_per_s_per_gpu", c->tokens_per_s_per_gpu);
+			mp_doc_put_bool(d, "fits", c->hbm.fits);
+			mp_doc_put_int(d, "free_bytes", c->hbm.free_bytes);
+		}
+		mp_doc_put(list, NULL, d);
+	}
+	return list;
+}
+
+static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options *opts,
+		      const struct mp_loads *loads, bool prefill, struct mp_phase_plan *out,
+		      struct mp_diags *diags)
+{
+	const struct mp_phase_spec *spec = prefill ? &sc->prefill : &sc->decode;
+	const struct mp_model *model = &sc->model;
+	struct mp_widths widths;
+	mp_widths_init(&widths);
+	int rc = mp_widths_rank(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, NULL,
+				NULL, &widths);
+	if (rc == 0) {
+		out->widths = widths_doc(&widths);
+	}
+	if (rc == 0 && !widths.has_choice) {
+		rc = MP_ENOFIT;
+		for (size_t i = 0; i < widths.count; i++) {
+			if (widths.items[i].evaluated) {
+				mp_diags_add(diags, NULL, 0, 0, rc, "%s: EP%u: %s", out->phase,
+					     widths.items[i].width.ep, widths.items[i].reason);
+			}
+		}
+		mp_diags_add(diags, NULL, 0, 0, rc, "%s: no EP width fits (see above)", out->phase);
+	}
+	if (rc) {
+		mp_widths_finish(&widths);
+		return rc;
+	}
+	const struct mp_width_candidate *pick = &widths.items[widths.chosen];
+	out->ep = pick->width.ep;
+	out->slots = pick->width.slots;
+	out->slots_per_gpu = pick->width.slots / pick->width.ep;
+	out->redundant = pick->width.slots - model->routed_experts;
+	out->tokens_per_gpu = pick->tokens_per_gpu;
+	out->hbm = pick->hbm;
+	struct mp_ep_width width = pick->width;
+	mp_widths_finish(&widths);
+	rc = mp_roofline_point(model, &spec->hardware, NULL, &width, out->tokens_per_gpu, &out->roofline);
+	if (rc) {
+		return rc;
+	}
+
+	struct mp_place_options place = opts->place;
+	if (sc->time_limit_s > 0 && place.time_limit_s <= 0) {
+		place.time_limit_s = sc->time_limit_s;
+	}
+	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
+	    out->ep % spec->hardware.gpus_per_node == 0) {
+		place.gpus_per_node = spec->hardware.gpus_per_node;
+	}
+	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);
+	if (rc) {
+		return rc;
+	}
+
+	/* The step runs at its busiest GPU: systematic skew the placement
+	 * leaves plus finite-batch noise, estimated by Monte Carlo. */
+	double factor = 1.0;
+	uint32_t tokens = out->tokens_per_gpu > 1 ? (uint32_t)lround(out->tokens_per_gpu) : 1;
+	rc = mp_simulate_factor(&out->placement, loads, tokens, model->top_k,
+				opts->simulate_steps, 1, &factor);
+	if (rc) {
+		return rc;
+	}
+	out->busiest_factor = factor;
+	out->step_expert_s = out->roofline.time_s * factor;
+	return 0;
+}
+
+int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *opts,
+		  struct mp_plan *out, struct mp_diags *diags)
+{
+	struct mp_plan_options defaults;
+	if (!opts) {
+		mp_plan_options_init(&defaults);
+		opts = &defaults;
+	}
+	const struct mp_model *model = &sc->model;
+	int rc = mp_traffic_generate(&sc->traffic, model->moe_layers, model->routed_experts, &out->loads);
+	if (rc) {
+		return mp_diags_add(diags, NULL, 0, 0, rc,
+				    "traffic: loads must have %u layers x %u experts to match the model",
+				    model->moe_layers, model->routed_experts);
+	}
+	rc = plan_phase(sc, opts, &out->loads, true, &out->prefill, diags);
+	if (rc == 0) {
+		rc = plan_phase(sc, opts, &out->loads, false, &out->decode, diags);
+	}
+	return rc;
+}
+
+static struct mp_doc *hbm_doc(const struct mp_capacity *c)
+{
+	struct mp_doc *d = mp_doc_map();
+	mp_doc_put_int(d, "capacity_bytes", (int64_t)c->capacity_bytes);
+	mp_doc_put_int(d, "weights_bytes", (int64_t)c->weights_bytes);
+	mp_doc_put_int(d, "routed_bytes", (int64_t)c->routed_bytes);
+	mp_doc_put_int(d, "shared_bytes", (int64_t)c->shared_bytes);
+	mp_doc_put_int(d, "dense_bytes", (int64_t)c->dense_bytes);
+	mp_doc_put_int(d, "drafter_bytes", (int64_t)c->drafter_bytes);
+	mp_doc_put_int(d, "kv_cache_bytes", (int64_t)c->kv_bytes);
+	mp_doc_put_int(d, "buffer_bytes", (int64_t)c->buffer_bytes);
+	mp_doc_put_int(d, "workspace_bytes", (int64_t)c->workspace_bytes);
+	mp_doc_put_int(d, "reserve_bytes", (int64_t)c->reserve_bytes);
+	mp_doc_put_int(d, "free_bytes", c->free_bytes);
+	mp_doc_put_bool(d, "fits", c->fits);
+	return d;
+}
+
+static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_phase_spec *spec)
+{
+	struct mp_doc *d = mp_doc_map();
+	const struct mp_roofline_part *m = &ph->roofline.main;
+	mp_doc_put_string(d, "hardware", spec->hardware.name ? spec->hardware.name : "");
+	mp_doc_put_int(d, "ep", ph->ep);
+	mp_doc_put_int(d, "slots", ph->slots);
+	mp_doc_put_int(d, "slots_per_gpu", ph->slots_per_gpu);
+	mp_doc_put_int(d, "redundant", ph->redundant);
+	mp_doc_put_real(d, "tokens_per_gpu", ph->tokens_per_gpu);
+	mp_doc_put_real(d, "tokens_per_expert", m->tokens_per_expert);
+	mp_doc_put_real(d, "intensity_flop_per_byte", m->intensity);
+	mp_doc_put_real(d, "ridge_flop_per_byte", ph->roofline.ridge);
+	mp_doc_put_real(d, "ridge_tokens_per_expert", m->ridge_tokens);
+	mp_doc_put_string(d, "bound", m->compute_bound ? "compute" : "memory");
+	mp_doc_put_real(d, "expert_time_s", ph->roofline.time_s);
+	mp_doc_put_real(d, "busiest_gpu_factor", ph->busiest_factor);
+	mp_doc_put_real(d, "predicted_expert_time_s", ph->step_expert_s);
+	mp_doc_put(d, "hbm", hbm_doc(&ph->hbm));
+	if (ph->widths) {
+		/* Moved in by copy: the plan keeps its own tree. */
+		mp_doc_put(d, "widths", mp_doc_clone(ph->widths));
+	}
+	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, NULL));
+	return d;
+}
+
+struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenario *sc)
+{
+	struct mp_doc *doc = mp_doc_map();
+	mp_doc_put_string(doc, "moeplan", "plan/v1");
+	mp_doc_put_string(doc, "scenario", sc->name ? sc->name : "");
+	struct mp_doc *model = mp_doc_map();
+	mp_doc_put_string(model, "name", sc->model.name ? sc->model.name : "");
+	mp_doc_put_int(model, "moe_layers", sc->model.moe_layers);
+	mp_doc_put_int(model, "routed_experts", sc->model.routed_experts);
+	mp_doc_put_int(model, "top_k", sc->model.top_k);
+	mp_doc_put(doc, "model", model);
+	mp_doc_put_string(doc, "loads_source", plan->loads.source ? plan->loads.source : "");
+	mp_doc_put(doc, "prefill", phase_doc(&plan->prefill, &sc->prefill));
+	mp_doc_put(doc, "decode", phase_doc(&plan->decode, &sc->decode));
+	struct mp_doc *notes = mp_doc_list();
+	char buf[256];
+	snprintf(buf, sizeof(buf), "SGLang decode: --ep-size %u --ep-num-redundant-experts %u "
+		 "--init-expert-location <decode map exported with --export sglang>",
+		 plan->decode.ep, plan->decode.redundant);
+	mp_doc_put(notes, NULL, mp_doc_string(buf));
+	snprintf(buf, sizeof(buf), "vLLM decode: --enable-expert-parallel --enable-eplb "
+		 "--eplb-config '{\"num_redundant_experts\": %u}' on %u GPUs",
+		 plan->decode.redundant, plan->decode.ep);
+	mp_doc_put(notes, NULL, mp_doc_string(buf));
+	mp_doc_put(doc, "notes", notes);
+	return doc;
+}

@@ -1,0 +1,379 @@
+/* Choosing the EP width of each phase (widths.h). */
+#include "moeplan/widths.h"
+#include "moeplan/diag.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Widest candidate list: powers of two up to 2^31 plus six extras. */
+#define MAX_CANDIDATES 40
+
+static const char *const verdict_names[] = {
+	[MP_WIDTH_CHOSEN] = "chosen",
+	[MP_WIDTH_OUTRANKED] = "outranked",
+	[MP_WIDTH_BELOW_RIDGE] = "below-ridge",
+	[MP_WIDTH_WIDER_THAN_NEEDED] = "wider-than-needed",
+	[MP_WIDTH_NO_FIT] = "no-fit",
+	[MP_WIDTH_EXCEEDS_DOMAIN] = "exceeds-domain",
+	[MP_WIDTH_EXCEEDS_GPUS] = "exceeds-gpus",
+	[MP_WIDTH_OUT_OF_RANGE] = "out-of-range",
+	[MP_WIDTH_TOO_FEW_EXPERTS] = "too-few-experts",
+	[MP_WIDTH_NO_SLOTS] = "no-slots",
+	[MP_WIDTH_NOT_FIXED] = "not-fixed",
+};
+
+const char *mp_width_verdict_name(enum mp_width_verdict verdict)
+{
+	if ((unsigned)verdict >= sizeof(verdict_names) / sizeof(verdict_names[0])) {
+		return "unknown";
+	}
+	return verdict_names[verdict];
+}
+
+void mp_widths_init(struct mp_widths *widths)
+{
+	*widths = (struct mp_widths){0};
+}
+
+void mp_widths_finish(struct mp_widths *widths)
+{
+	if (!widths) {
+		return;
+	}
+	free(widths->items);
+	*widths = (struct mp_widths){0};
+}
+
+/* round_up(x, m) in 64 bits; 0 when it does not fit 32. */
+static uint32_t round_up(uint64_t x, uint32_t m)
+{
+	uint64_t r = (x + m - 1) / m * m;
+	return r > UINT32_MAX ? 0 : (uint32_t)r;
+}
+
+uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct mp_model *model,
+				 uint32_t ep)
+{
+	const struct mp_drafter *d = &model->drafter;
+	if (d->moe_stages == 0 || d->routed_experts == 0 || ep == 0) {
+		return 0;
+	}
+	if (phase->slot_rule == MP_SLOTS_FIXED_PER_GPU) {
+		return round_up(d->routed_experts, ep);
+	}
+	return mp_phase_slots(phase, d->routed_experts, ep);
+}
+
+int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *phase, uint32_t ep,
+		    struct mp_ep_width *out)
+{
+	struct mp_ep_width w = {
+		.ep = ep,
+		.slots = mp_phase_slots(phase, model->routed_experts, ep),
+		.drafter_slots = mp_widths_drafter_slots(phase, model, ep),
+	};
+	bool has_drafter = model->drafter.moe_stages > 0 && model->drafter.routed_experts > 0;
+	if (w.slots == 0 || (has_drafter && w.drafter_slots == 0)) {
+		return MP_EINVAL;
+	}
+	*out = w;
+	return 0;
+}
+
+void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
+			      const struct mp_ep_width *width, struct mp_capacity_input *out)
+{
+	struct mp_capacity_input in = {
+		.prefill = kind == MP_PHASE_PREFILL,
+		.width = *width,
+		.requests = phase->requests_per_gpu,
+		.context_tokens = phase->context_tokens,
+		.tokens_per_request = phase->tokens_per_request,
+	};
+	if (kind == MP_PHASE_PREFILL) {
+		in.chunk_tokens = phase->chunk_tokens;
+		if (!(in.requests > 0.0) && phase->context_tokens > 0.0) {
+			in.requests = ceil(phase->chunk_tokens / phase->context_tokens);
+		}
+	}
+	*out = in;
+}
+
+static double phase_tokens_per_gpu(const struct mp_phase_spec *phase, enum mp_phase_kind kind)
+{
+	if (kind == MP_PHASE_PREFILL) {
+		return phase->chunk_tokens;
+	}
+	return phase->requests_per_gpu * phase->tokens_per_request;
+}
+
+static size_t add_candidate(uint32_t *list, size_t n, uint32_t ep)
+{
+	if (ep == 0 || n >= MAX_CANDIDATES) {
+		return n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (list[i] == ep) {
+			return n;
+		}
+	}
+	list[n] = ep;
+	return n + 1;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a;
+	uint32_t y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+static uint32_t phase_limit(const struct mp_phase_spec *phase, enum mp_phase_kind kind)
+{
+	uint32_t domain = phase->hardware.scale_up_domain_gpus;
+	uint32_t gpus = phase->gpus;
+	uint32_t limit;
+	if (kind == MP_PHASE_DECODE) {
+		if (gpus == 0) {
+			gpus = domain;
+		}
+		limit = domain && gpus ? (domain < gpus ? domain : gpus) : (domain ? domain : gpus);
+		if (phase->ep_max && (limit == 0 || phase->ep_max < limit)) {
+			limit = phase->ep_max;
+		}
+	} else {
+		limit = phase->ep_max ? phase->ep_max : (gpus ? gpus : 8);
+		if (gpus && gpus < limit) {
+			limit = gpus;
+		}
+	}
+	return limit ? limit : 1;
+}
+
+static void say(struct mp_width_candidate *c, enum mp_width_verdict v, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void say(struct mp_width_candidate *c, enum mp_width_verdict v, const char *fmt, ...)
+{
+	va_list ap;
+	c->verdict = v;
+	va_start(ap, fmt);
+	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* Evaluate the figures of one candidate; false when no slot count. */
+static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *phase,
+		     enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+		     const struct mp_roofline_options *roof_opts, struct mp_width_candidate *c)
+{
+	struct mp_ep_width w;
+	if (mp_widths_width(model, phase, c->width.ep, &w) != 0) {
+		/* A fixed per-GPU count too small for E at this width: judge
+		 * the width with one slot per expert, to say whether it could
+		 * fit at all. */
+		if (phase->slot_rule != MP_SLOTS_FIXED_PER_GPU) {
+			return false;
+		}
+		w = (struct mp_ep_width){
+			.ep = c->width.ep,
+			.slots = round_up(model->routed_experts, c->width.ep),
+			.drafter_slots = mp_widths_drafter_slots(phase, model, c->width.ep),
+		};
+		if (w.slots == 0) {
+			return false;
+		}
+		c->rule_short = true;
+	}
+	c->width = w;
+	struct mp_roofline_point p;
+	double b = phase_tokens_per_gpu(phase, kind);
+	if (mp_roofline_point(model, &phase->hardware, roof_opts, &w, b, &p) != 0) {
+		return false;
+	}
+	struct mp_capacity_input in;
+	mp_widths_capacity_input(phase, kind, &w, &in);
+	if (mp_capacity_compute(model, &phase->hardware, cap_opts, &in, &c->hbm) != 0) {
+		return false;
+	}
+	c->evaluated = true;
+	c->tokens_per_gpu = b;
+	c->tokens_per_expert = p.main.tokens_per_expert;
+	c->ridge_tokens = p.main.ridge_tokens;
+	c->intensity = p.main.intensity;
+	c->compute_bound = p.main.tokens_per_expert >= p.main.ridge_tokens;
+	c->expert_time_s = p.time_s;
+	c->tokens_per_s_per_gpu = p.time_s > 0.0 ? b / p.time_s : 0.0;
+	return true;
+}
+
+/* True when a ranks above b for decode (faster; then more tokens per
+ * expert; then wider). */
+static bool decode_better(const struct mp_width_candidate *a, const struct mp_width_candidate *b)
+{
+	double ta = a->expert_time_s;
+	double tb = b->expert_time_s;
+	double tol = 1e-9 * fmax(fabs(ta), fabs(tb));
+	if (fabs(ta - tb) > tol) {
+		return ta < tb;
+	}
+	double ea = a->tokens_per_expert;
+	double eb = b->tokens_per_expert;
+	tol = 1e-9 * fmax(fabs(ea), fabs(eb));
+	if (fabs(ea - eb) > tol) {
+		return ea > eb;
+	}
+	return a->width.ep > b->width.ep;
+}
+
+static void judge_rules(const struct mp_model *model, const struct mp_phase_spec *phase,
+			enum mp_phase_kind kind, uint32_t limit, struct mp_width_candidate *c)
+{
+	uint32_t ep = c->width.ep;
+	uint32_t domain = phase->hardware.scale_up_domain_gpus;
+	double gb = 1e-9;
+	/* An empty reason marks a candidate that passes every rule. */
+	c->verdict = MP_WIDTH_CHOSEN;
+	c->reason[0] = '\0';
+	/* Physical limits first, then the phase's policy. */
+	if (phase->ep && ep != phase->ep) {
+		say(c, MP_WIDTH_NOT_FIXED, "the scenario fixes EP%u", phase->ep);
+	} else if (ep > model->routed_experts) {
+		say(c, MP_WIDTH_TOO_FEW_EXPERTS, "%u GPUs but only %u experts per layer", ep,
+		    model->routed_experts);
+	} else if (kind == MP_PHASE_DECODE && domain && ep > domain) {
+		say(c, MP_WIDTH_EXCEEDS_DOMAIN, "exceeds the scale-up domain of %u GPUs", domain);
+	} else if (phase->gpus && ep > phase->gpus) {
+		say(c, MP_WIDTH_EXCEEDS_GPUS, "exceeds the %u GPUs available", phase->gpus);
+	} else if (!c->evaluated) {
+		say(c, MP_WIDTH_NO_SLOTS, "the slot rule gives no valid slot count at EP%u", ep);
+	} else if (!c->hbm.fits) {
+		say(c, MP_WIDTH_NO_FIT, "does not fit: needs %.1f GB of %.1f GB HBM (routed slots %.1f GB)",
+		    (double)c->hbm.used_bytes * gb, (double)c->hbm.capacity_bytes * gb,
+		    (double)c->hbm.routed_bytes * gb);
+	} else if (c->rule_short) {
+		say(c, MP_WIDTH_NO_SLOTS, "%u slots per GPU cannot hold %u experts at EP%u",
+		    phase->slots_per_gpu, model->routed_experts, ep);
+	} else if ((phase->ep_min && ep < phase->ep_min) || ep > limit) {
+		say(c, MP_WIDTH_OUT_OF_RANGE, "outside the allowed range EP%u..EP%u",
+		    phase->ep_min ? phase->ep_min : 1, limit);
+	}
+}
+
+int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
+		   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+		   const struct mp_roofline_options *roof_opts, struct mp_widths *out)
+{
+	if (model->routed_experts == 0 || model->top_k == 0) {
+		return MP_EINVAL;
+	}
+	uint32_t limit = phase_limit(phase, kind);
+	uint32_t list[MAX_CANDIDATES];
+	size_t n = 0;
+	for (uint64_t p = 1; p <= UINT32_MAX; p *= 2) {
+		n = add_candidate(list, n, (uint32_t)p);
+		if (p > limit) {
+			break;
+		}
+	}
+	n = add_candidate(list, n, limit);
+	n = add_candidate(list, n, phase->hardware.scale_up_domain_gpus);
+	n = add_candidate(list, n, phase->gpus);
+	n = add_candidate(list, n, phase->ep_min);
+	n = add_candidate(list, n, phase->ep_max);
+	n = add_candidate(list, n, phase->ep);
+	qsort(list, n, sizeof(list[0]), cmp_u32);
+
+	struct mp_width_candidate *items = calloc(n, sizeof(*items));
+	if (!items) {
+		return MP_ENOMEM;
+	}
+	size_t best = n;
+	for (size_t i = 0; i < n; i++) {
+		struct mp_width_candidate *c = &items[i];
+		c->width.ep = list[i];
+		evaluate(model, phase, kind, cap_opts, roof_opts, c);
+		judge_rules(model, phase, kind, limit, c);
+		if (c->reason[0] != '\0') {
+			continue;
+		}
+		if (best == n) {
+			best = i;
+		} else if (kind == MP_PHASE_DECODE && decode_better(c, &items[best])) {
+			best = i;
+		}
+	}
+
+	/* Explain every feasible candidate against the pick. */
+	for (size_t i = 0; i < n; i++) {
+		struct mp_width_candidate *c = &items[i];
+		if (c->reason[0] != '\0') {
+			continue;
+		}
+		const struct mp_width_candidate *b = &items[best];
+		if (i == best) {
+			if (kind == MP_PHASE_PREFILL) {
+				say(c, MP_WIDTH_CHOSEN,
+				    "smallest EP that fits (%.1f GB free); t = %.0f tokens per expert, %s the ridge t* = %.0f",
+				    (double)c->hbm.free_bytes * 1e-9, c->tokens_per_expert,
+				    c->compute_bound ? "above" : "below", c->ridge_tokens);
+			} else {
+				say(c, MP_WIDTH_CHOSEN,
+				    "fastest: expert time %.3g ms per step, t = %.1f tokens per expert (ridge %.0f)",
+				    c->expert_time_s * 1e3, c->tokens_per_expert, c->ridge_tokens);
+			}
+		} else if (kind == MP_PHASE_PREFILL) {
+			say(c, MP_WIDTH_WIDER_THAN_NEEDED, "EP%u already fits; wider adds communication",
+			    b->width.ep);
+		} else if (!c->compute_bound) {
+			say(c, MP_WIDTH_BELOW_RIDGE,
+			    "memory-bound: t = %.1f below t* = %.0f; expert time %.3g ms vs %.3g ms at EP%u",
+			    c->tokens_per_expert, c->ridge_tokens, c->expert_time_s * 1e3,
+			    b->expert_time_s * 1e3, b->width.ep);
+		} else if (c->expert_time_s > b->expert_time_s * (1.0 + 1e-9)) {
+			say(c, MP_WIDTH_OUTRANKED, "slower: expert time %.3g ms vs %.3g ms at EP%u",
+			    c->expert_time_s * 1e3, b->expert_time_s * 1e3, b->width.ep);
+		} else {
+			say(c, MP_WIDTH_OUTRANKED,
+			    "as fast (%.3g ms) but fewer tokens per expert than EP%u: t = %.1f vs %.1f",
+			    c->expert_time_s * 1e3, b->width.ep, c->tokens_per_expert,
+			    b->tokens_per_expert);
+		}
+	}
+
+	free(out->items);
+	*out = (struct mp_widths){
+		.phase = kind,
+		.count = n,
+		.items = items,
+		.has_choice = best < n,
+		.chosen = best < n ? best : 0,
+		.limit = limit,
+	};
+	return 0;
+}
+
+int mp_widths_min_fit_ep(const struct mp_model *model, const struct mp_phase_spec *phase,
+			 enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			 uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	if (lo == 0 || lo > hi) {
+		return MP_EINVAL;
+	}
+	for (uint64_t ep = lo; ep <= hi; ep++) {
+		struct mp_ep_width w;
+		if (mp_widths_width(model, phase, (uint32_t)ep, &w) != 0) {
+			continue;
+		}
+		struct mp_capacity_input in;
+		struct mp_capacity c;
+		mp_widths_capacity_input(phase, kind, &w, &in);
+		if (mp_capacity_compute(model, &phase->hardware, cap_opts, &in, &c) == 0 && c.fits) {
+			*out = (uint32_t)ep;
+			return 0;
+		}
+	}
+	return MP_ENOFIT;
+}

@@ -1,0 +1,288 @@
+/* Placement benchmark (issue 4 item 6): run with
+ *     meson test -C build --benchmark --verbose
+ * or directly: build/tests/bench/bench-placement [SHARED_DIR] [--quick]
+ *
+ * Each case runs in a child process so that its peak RSS is its own. Per
+ * case it prints the wall time of mp_place over all layers, peak RSS, the
+ * mean and worst max-load / lower bound, how many layers were proven
+ * optimal, and DeepSeek EPLB's busiest / mean GPU load (global policy) next
+ * to ours, plus the number of layers where ours is worse than EPLB's (must
+ * be 0). Exit status 1 when a target of issue 4 is missed.
+ */
+#include "moeplan/placement.h"
+#include "moeplan/traffic.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct bcase {
+	const char *name;
+	const char *trace;  /* CSV under traces/, or NULL for Zipf */
+	double s;           /* Zipf exponent */
+	uint32_t experts;   /* Zipf only */
+	uint32_t layers;    /* Zipf only */
+	uint32_t slots;
+	uint32_t gpus;
+	double max_seconds; /* target wall time, 0 = none */
+	double max_rss_mb;  /* target peak RSS, 0 = none */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* load[l][e] = floor(1e6 / (((97 e + 31 l) mod E) + 1)^s)  (issue 4 item 6) */
+static int zipf_loads(struct mp_loads *loads, uint32_t L, uint32_t E, double s)
+{
+	loads->n_layers = L;
+	loads->n_experts = E;
+	loads->source = NULL;
+	loads->w = malloc(sizeof(double) * L * E);
+	if (!loads->w) {
+		return -1;
+	}
+	for (uint32_t l = 0; l < L; l++) {
+		for (uint32_t e = 0; e < E; e++) {
+			uint64_t rank = ((97ull * e + 31ull * l) % E) + 1;
+			loads->w[(size_t)l * E + e] = floor(1e6 / pow((double)rank, s));
+		}
+	}
+	return 0;
+}
+
+/* A trace CSV: '#' comment lines, then rows of comma-separated counts. */
+static int csv_loads(struct mp_loads *loads, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	size_t n = 0;
+	size_t alloc = 0;
+	uint32_t rows = 0;
+	uint32_t cols = 0;
+	double *w = NULL;
+	int rc = 0;
+	while (getline(&line, &cap, f) > 0) {
+		if (line[0] == '#' || line[0] == '\n') {
+			continue;
+		}
+		uint32_t c = 0;
+		char *p = line;
+		for (;;) {
+			char *end;
+			errno = 0;
+			double v = strtod(p, &end);
+			if (end == p || errno != 0) {
+				rc = -1;
+				goto out;
+			}
+			if (n == alloc) {
+				alloc = alloc ? alloc * 2 : 1024;
+				double *nw = realloc(w, sizeof(*nw) * alloc);
+				if (!nw) {
+					rc = -1;
+					goto out;
+				}
+				w = nw;
+			}
+			w[n++] = v;
+			c++;
+			p = end;
+			while (*p == ' ') {
+				p++;
+			}
+			if (*p != ',') {
+				break;
+			}
+			p++;
+		}
+		if (rows == 0) {
+			cols = c;
+		} else if (c != cols) {
+			rc = -1;
+			goto out;
+		}
+		rows++;
+	}
+	loads->n_layers = rows;
+	loads->n_experts = cols;
+	loads->w = w;
+	loads->source = NULL;
+	w = NULL;
+out:
+	free(w);
+	free(line);
+	fclose(f);
+	return rows > 0 ? rc : -1;
+}
+
+static int run_case(const struct bcase *c, const char *shared)
+{
+	struct mp_loads loads = { 0 };
+	if (c->trace) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/traces/%s", shared, c->trace);
+		if (csv_loads(&loads, path) != 0) {
+			printf("%-34s cannot read %s\n", c->name, path);
+			return 2;
+		}
+	} else if (zipf_loads(&loads, c->layers, c->experts, c->s) != 0) {
+		return 2;
+	}
+	uint32_t E = loads.n_experts;
+	uint32_t G = c->gpus;
+	uint32_t S = c->slots / G;
+	struct mp_place_options opts;
+	mp_place_options_init(&opts);
+	struct mp_placement pl;
+	mp_placement_init(&pl);
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	double t0 = now_s();
+	int rc = mp_place(&loads, G, S, &opts, &pl, &diags);
+	double wall = now_s() - t0;
+	if (rc != 0) {
+		printf("%-34s mp_place failed: %s\n", c->name, mp_strerror(rc));
+		return 2;
+	}
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double rss_mb = (double)ru.ru_maxrss / 1024.0; /* ru_maxrss is in KiB on Linux */
+
+	struct mp_placement ep;
+	mp_placement_init(&ep);
+	mp_placement_alloc(&ep, 1, E, G, S);
+	double sum_ratio = 0;
+	double worst_ratio = 0;
+	double sum_bal = 0;
+	double sum_eplb = 0;
+	double worst_eplb = 0;
+	uint32_t optimal = 0;
+	uint32_t worse = 0;
+	uint32_t eplb_dup = 0;
+	for (uint32_t l = 0; l < pl.n_layers; l++) {
+		const struct mp_layer_placement *lp = &pl.layers[l];
+		double ratio = lp->lower_bound > 0 ? lp->max_load / lp->lower_bound : 1.0;
+		sum_ratio += ratio;
+		if (ratio > worst_ratio) {
+			worst_ratio = ratio;
+		}
+		sum_bal += lp->mean_load > 0 ? lp->max_load / lp->mean_load : 1.0;
+		if (lp->status == MP_PLACE_OPTIMAL) {
+			optimal++;
+		}
+		mp_place_eplb(mp_loads_row(&loads, l), E, G, S, &ep.layers[0]);
+		const struct mp_layer_placement *el = &ep.layers[0];
+		double eb = el->mean_load > 0 ? el->max_load / el->mean_load : 1.0;
+		sum_eplb += eb;
+		if (eb > worst_eplb) {
+			worst_eplb = eb;
+		}
+		if (lp->max_load > el->max_load * (1 + 1e-9)) {
+			worse++;
+		}
+		for (uint32_t g = 0; g < G; g++) {
+			for (uint32_t i = 0; i < S; i++) {
+				for (uint32_t j = i + 1; j < S; j++) {
+					if (el->slot_expert[g * S + i] == el->slot_expert[g * S + j]) {
+						eplb_dup++;
+					}
+				}
+			}
+		}
+	}
+	uint32_t L = pl.n_layers;
+	printf("| %-32s | %4u | %5u | %4u | %7.3f | %6.1f | %8.5f | %8.5f | %4u/%-4u | %7.4f | %7.4f | %7.4f | %4u | %u |\n",
+	       c->name, E, c->slots, G, wall, rss_mb, sum_ratio / L, worst_ratio, optimal, L,
+	       sum_bal / L, sum_eplb / L, worst_eplb, eplb_dup, worse);
+	bool fail = worse > 0 || worst_ratio > 1.005 || (c->max_seconds > 0 && wall > c->max_seconds)
+		    || (c->max_rss_mb > 0 && rss_mb > c->max_rss_mb);
+	mp_placement_finish(&ep);
+	mp_placement_finish(&pl);
+	mp_diags_finish(&diags);
+	free(loads.w);
+	return fail ? 1 : 0;
+}
+
+static const struct bcase cases[] = {
+	{ "zipf s=1.0 E256 L58 320/EP64", NULL, 1.0, 256, 58, 320, 64, 0.5, 0 },
+	{ "zipf s=0.6 E256 L58 320/EP64", NULL, 0.6, 256, 58, 320, 64, 0.5, 0 },
+	{ "zipf s=1.0 E256 L58 288/EP32", NULL, 1.0, 256, 58, 288, 32, 0, 0 },
+	{ "zipf s=0.6 E256 L58 288/EP32", NULL, 0.6, 256, 58, 288, 32, 0, 0 },
+	{ "zipf s=1.0 E384 L60 448/EP64", NULL, 1.0, 384, 60, 448, 64, 0, 0 },
+	{ "zipf s=0.6 E384 L60 448/EP64", NULL, 0.6, 384, 60, 448, 64, 0, 0 },
+	{ "zipf s=1.0 E384 L60 416/EP8", NULL, 1.0, 384, 60, 416, 8, 0, 0 },
+	{ "zipf s=0.6 E384 L60 416/EP8", NULL, 0.6, 384, 60, 416, 8, 0, 0 },
+	{ "zipf s=1.0 E1024 L100 1152/EP128", NULL, 1.0, 1024, 100, 1152, 128, 0, 0 },
+	{ "zipf s=0.6 E1024 L100 1152/EP128", NULL, 0.6, 1024, 100, 1152, 128, 0, 0 },
+	{ "zipf s=1.0 E1024 L100 4096/EP1024", NULL, 1.0, 1024, 100, 4096, 1024, 60, 2000 },
+	{ "zipf s=0.6 E1024 L100 4096/EP1024", NULL, 0.6, 1024, 100, 4096, 1024, 60, 2000 },
+	{ "mixtral c4 16/EP8", "mixtral8x7b_c4.csv", 0, 0, 0, 16, 8, 0, 0 },
+	{ "mixtral github 12/EP4", "mixtral8x7b_github.csv", 0, 0, 0, 12, 4, 0, 0 },
+	{ "olmoe c4 72/EP8", "olmoe_c4.csv", 0, 0, 0, 72, 8, 0, 0 },
+	{ "olmoe book 80/EP16", "olmoe_book.csv", 0, 0, 0, 80, 16, 0, 0 },
+	{ "olmoe github 72/EP8", "olmoe_github.csv", 0, 0, 0, 72, 8, 0, 0 },
+	{ "olmoe github 96/EP32", "olmoe_github.csv", 0, 0, 0, 96, 32, 0, 0 },
+	{ "qwen1.5 book 64/EP8", "qwen15moe_bookcorpus.csv", 0, 0, 0, 64, 8, 0, 0 },
+	{ "qwen1.5 book 72/EP4", "qwen15moe_bookcorpus.csv", 0, 0, 0, 72, 4, 0, 0 },
+	{ "qwen1.5 book 96/EP16", "qwen15moe_bookcorpus.csv", 0, 0, 0, 96, 16, 0, 0 },
+	{ "switch128 book 136/EP8", "switch128_bookcorpus.csv", 0, 0, 0, 136, 8, 0, 0 },
+	{ "switch128 book 144/EP16", "switch128_bookcorpus.csv", 0, 0, 0, 144, 16, 0, 0 },
+	{ "switch128 book 192/EP64", "switch128_bookcorpus.csv", 0, 0, 0, 192, 64, 0, 0 },
+};
+
+int main(int argc, char **argv)
+{
+	const char *shared = getenv("MOEPLAN_SHARED");
+	const char *only = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
+			only = argv[++i];
+		} else {
+			shared = argv[i];
+		}
+	}
+	if (!shared) {
+		shared = "../shared";
+	}
+	printf("| case | E | slots | GPUs | wall s | RSS MB | mean max/LB | worst max/LB | optimal | max/mean | EPLB max/mean | EPLB worst | EPLB dups | worse than EPLB |\n");
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fflush(stdout);
+	int failed = 0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (only && !strstr(cases[i].name, only)) {
+			continue;
+		}
+		pid_t pid = fork();
+		if (pid < 0) {
+			return 2;
+		}
+		if (pid == 0) {
+			int rc = run_case(&cases[i], shared);
+			fflush(stdout);
+			_exit(rc);
+		}
+		int st = 0;
+		waitpid(pid, &st, 0);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			failed++;
+			printf("  ^ target missed or case failed (%s)\n", cases[i].name);
+		}
+		fflush(stdout);
+	}
+	printf("%d case(s) missed a target\n", failed);
+	return failed ? 1 : 0;
+}

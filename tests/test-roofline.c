@@ -1,0 +1,552 @@
+/* Tests of the roofline module against every roofline figure of the
+ * reference article (../shared/seeds/000_23a7dce1aa3fa16e.txt, "Why Decode
+ * Wants 64 GPUs"), each at the precision the article prints, plus hand
+ * calculations for the cases the article does not cover. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "moeplan/diag.h"
+#include "moeplan/model.h"
+#include "moeplan/roofline.h"
+
+/* cmocka 1.1's assert_float_equal works in float; compare doubles. */
+#define assert_near(a, b, tol) assert_near_at((a), (b), (tol), __FILE__, __LINE__)
+
+static void assert_near_at(double a, double b, double tol, const char *file, int line)
+{
+	if (!(fabs(a - b) <= tol)) {
+		print_error("%.17g != %.17g (tolerance %g)\n", a, b, tol);
+		_fail(file, line);
+	}
+}
+
+/* `value` (in the printed unit) rounds to `printed` at the printed
+ * precision: |value - printed| <= half a unit of the last digit. */
+#define assert_printed(value, printed, unit) \
+	assert_near_at((value), (printed), (unit) / 2.0 + 1e-12, __FILE__, __LINE__)
+
+/* DeepSeek-V4.1-Flash as the article describes it: "384 routed experts and
+ * one shared expert in each of its 40 layers, and routes every token to 6
+ * of the 384. Each routed expert is a SwiGLU feed-forward block with three
+ * matrices of shape 5120 x 2304", routed experts in MXFP4, the shared
+ * expert "the same shape but stored in FP8", FP8 dispatch and BF16
+ * combine, 890 bytes of KV cache per token, and a drafter with "three
+ * small MoE stages of its own, 128 experts each with top-3 routing". The
+ * drafter experts take the main model's shape: with that shape the
+ * article's 34.8 GB EP8-EP64 gap is reproduced (checked below). */
+static void v41_flash(struct mp_model *m)
+{
+	mp_model_init(m);
+	m->hidden_size = 5120;
+	m->moe_layers = 40;
+	m->routed_experts = 384;
+	m->shared_experts = 1;
+	m->top_k = 6;
+	m->expert_intermediate_size = 2304;
+	m->shared_expert_intermediate_size = 2304;
+	m->matrices_per_expert = 3;
+	m->routed_format = MP_FORMAT_MXFP4;
+	m->shared_format = MP_FORMAT_FP8;
+	m->expert_compute = MP_COMPUTE_FP8;
+	m->dispatch_format = MP_FORMAT_FP8;
+	m->combine_format = MP_FORMAT_BF16;
+	m->kv_bytes_per_token = 890.0;
+	m->drafter = (struct mp_drafter){
+		.moe_stages = 3,
+		.routed_experts = 128,
+		.top_k = 3,
+		.hidden_size = 5120,
+		.expert_intermediate_size = 2304,
+		.matrices_per_expert = 3,
+		.routed_format = MP_FORMAT_MXFP4,
+	};
+}
+
+/* "A GB200 GPU delivers 5 PFLOP/s of FP8 tensor-core arithmetic without
+ * structured sparsity against 8 TB/s of HBM bandwidth" (186 GB usable). */
+static void gb200(struct mp_hardware *hw)
+{
+	mp_hardware_init(hw);
+	hw->peak_flops[MP_COMPUTE_FP8] = 5e15;
+	hw->peak_flops[MP_COMPUTE_BF16] = 2.5e15;
+	hw->peak_flops[MP_COMPUTE_FP4] = 1e16;
+	hw->hbm_bytes = UINT64_C(186000000000);
+	hw->hbm_bw_bytes_per_s = 8e12;
+	hw->scale_up_domain_gpus = 72;
+}
+
+/* The B200 of the prefill section: "(4.5 PFLOP/s, 8 TB/s)". */
+static void b200(struct mp_hardware *hw)
+{
+	mp_hardware_init(hw);
+	hw->peak_flops[MP_COMPUTE_FP8] = 4.5e15;
+	hw->peak_flops[MP_COMPUTE_BF16] = 2.25e15;
+	hw->hbm_bytes = UINT64_C(180000000000);
+	hw->hbm_bw_bytes_per_s = 8e12;
+	hw->scale_up_domain_gpus = 8;
+}
+
+/* The article's slot counts: 416 at EP8 and 448 at EP64 for the main
+ * model, 160 and 192 for the drafter ("at least 32 redundant slots and
+ * rounds the total up to a multiple of the group width"). */
+static const struct mp_ep_width ep8 = {.ep = 8, .slots = 416, .drafter_slots = 160};
+static const struct mp_ep_width ep64 = {.ep = 64, .slots = 448, .drafter_slots = 192};
+
+static void roofline__expert_constants(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	mp_roofline_expert(&m, &e);
+	/* "P = 3 * 5120 * 2304" */
+	assert_near(e.params, 3.0 * 5120.0 * 2304.0, 0.0);
+	/* "so one expert occupies W = 18.8 MB" (W = P * 4.25 / 8) */
+	assert_printed(e.weight_bytes / 1e6, 18.8, 0.1);
+	assert_near(e.weight_bytes, 3.0 * 5120.0 * 2304.0 * 4.25 / 8.0, 0.0);
+	/* "performs F = 2P ~ 70.8 MFLOP per token" */
+	assert_printed(e.flops_per_token / 1e6, 70.8, 0.1);
+	/* "each visit moves a = d(1 + 2) = 15,360 bytes with d = 5120" */
+	assert_near(e.act_bytes_per_visit, 15360.0, 0.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__ridge_per_gpu_and_format(void **state)
+{
+	(void)state;
+	struct mp_hardware g, b;
+	gb200(&g);
+	b200(&b);
+	/* "so its ridge sits at R = 625 FLOPs per byte" */
+	assert_near(mp_roofline_ridge(&g, MP_COMPUTE_FP8), 625.0, 1e-9);
+	/* B200: 4.5e15 / 8e12 = 562.5 (hand calculation). */
+	assert_near(mp_roofline_ridge(&b, MP_COMPUTE_FP8), 562.5, 1e-9);
+	/* The BF16 roof is half the FP8 one on both: 2.5e15 / 8e12. */
+	assert_near(mp_roofline_ridge(&g, MP_COMPUTE_BF16), 312.5, 1e-9);
+	/* No INT8 peak given: no ridge. */
+	assert_near(mp_roofline_ridge(&g, MP_COMPUTE_INT8), 0.0, 0.0);
+}
+
+static void roofline__intensity_at_one_token(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	gb200(&hw);
+	mp_roofline_expert(&m, &e);
+	/* "At t = 1 that is 3.76 FLOPs per byte, 166 times below the ridge." */
+	double i1 = mp_roofline_intensity(&e, 1.0, false);
+	assert_printed(i1, 3.76, 0.01);
+	assert_printed(mp_roofline_ridge(&hw, MP_COMPUTE_FP8) / i1, 166.0, 1.0);
+	/* With the activation bytes the intensity at t = 1 is still 3.76:
+	 * 70,778,880 / (18,800,640 + 15,360) = 3.7617. */
+	assert_printed(mp_roofline_intensity(&e, 1.0, true), 3.76, 0.01);
+	mp_model_finish(&m);
+}
+
+static void roofline__ridge_crossing(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	gb200(&hw);
+	mp_roofline_expert(&m, &e);
+	double r = mp_roofline_ridge(&hw, MP_COMPUTE_FP8);
+	/* "the numerator is 1.18 x 10^10 and the denominator 6.12 x 10^7, so
+	 * t* ~ 192" */
+	assert_printed(r * e.weight_bytes / 1e10, 1.18, 0.01);
+	assert_printed((e.flops_per_token - r * e.act_bytes_per_visit) / 1e7, 6.12, 0.01);
+	double t_star = mp_roofline_ridge_tokens(&e, r, true);
+	assert_printed(t_star, 192.0, 1.0);
+	/* "Counting weight bytes alone, the ridge needs t ~ 166; counting
+	 * activation bytes as well ... about 192." */
+	assert_printed(mp_roofline_ridge_tokens(&e, r, false), 166.0, 1.0);
+	/* At t* the intensity equals the ridge (definition). */
+	assert_near(mp_roofline_intensity(&e, t_star, true), r, 1e-9);
+	/* "At a sparsity of 64 that means roughly 12,300 tokens, about 3,000
+	 * requests": 192 * 64 = 12,288 tokens, / 4 = 3,072 requests. */
+	double tokens = mp_roofline_tokens_per_gpu(t_star, 6, 1, 384);
+	assert_printed(tokens / 100.0, 123.0, 1.0);
+	assert_printed(tokens / 4.0 / 1000.0, 3.0, 1.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__ceiling(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	mp_roofline_expert(&m, &e);
+	/* "flattens toward a ceiling of F/a = 4,608 FLOPs per byte" */
+	assert_near(mp_roofline_ceiling(&e), 4608.0, 1e-9);
+	mp_model_finish(&m);
+}
+
+static void roofline__ridge_unreachable_when_ceiling_below(void **state)
+{
+	(void)state;
+	/* Hand case: F = 2 * 1 * 8 * 8 = 128 FLOP per token, a = 8 * (2 + 2)
+	 * = 32 bytes, so F / a = 4 < R = 10: the expert never crosses. */
+	struct mp_expert_cost e;
+	mp_roofline_expert_cost(8, 8, 1, MP_FORMAT_BF16, 0, MP_FORMAT_BF16, MP_FORMAT_BF16, &e);
+	assert_near(mp_roofline_ceiling(&e), 4.0, 0.0);
+	assert_true(isinf(mp_roofline_ridge_tokens(&e, 10.0, true)));
+	/* Weights only, it crosses at R W / F = 10 * 128 / 128 = 10. */
+	assert_near(mp_roofline_ridge_tokens(&e, 10.0, false), 10.0, 1e-12);
+}
+
+static void roofline__intensity_701_at_64_requests(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	mp_roofline_expert(&m, &e);
+	/* print(round(intensity(tokens_per_expert(64 * 4, 64)))) "# 701 at 64
+	 * requests per GPU" with slots=448, top_k=6. */
+	double t = mp_roofline_tokens_per_expert(64.0 * 4.0, 6, 64, 448);
+	assert_near(t, 64.0 * 4.0 * 64.0 * 6.0 / 448.0, 1e-12);
+	assert_printed(mp_roofline_intensity(&e, t, true), 701.0, 1.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__requests_to_reach_the_ridge(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	gb200(&hw);
+	mp_roofline_expert(&m, &e);
+	double t_star = mp_roofline_ridge_tokens(&e, mp_roofline_ridge(&hw, MP_COMPUTE_FP8), true);
+	/* "In an EP64 group with 448 slots, top-6 routing and four tokens per
+	 * request, t = 192 is reached at about 56 requests per GPU." */
+	assert_printed(mp_roofline_tokens_per_gpu(t_star, 6, 64, 448) / 4.0, 56.0, 1.0);
+	/* "In an EP8 group the same crossing would need 416 requests per GPU" */
+	assert_printed(mp_roofline_tokens_per_gpu(t_star, 6, 8, 416) / 4.0, 416.0, 1.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__production_operating_point(void **state)
+{
+	(void)state;
+	/* "production runs at about 60 concurrent sequences per GPU, at EP64
+	 * to EP128, verifying about 3.6 drafted tokens per request on average,
+	 * which puts each expert at roughly 236 tokens per step at EP64":
+	 * 60 * (1 + 3.6) * 6 * 64 / 448 = 236.6, "roughly 236" (the article
+	 * truncates), just past the ridge of 192. */
+	double t = mp_roofline_tokens_per_expert(60.0 * 4.6, 6, 64, 448);
+	assert_true(t >= 236.0 && t < 237.0);
+	assert_true(t > 192.0);
+}
+
+static void roofline__ep64_at_256_requests(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	mp_roofline_expert(&m, &e);
+	/* "at 256 requests per GPU in an EP64 group each expert receives 878
+	 * tokens, where the naive formula gives 3,304 FLOPs per byte and the
+	 * full one gives 1,924." */
+	double t = mp_roofline_tokens_per_expert(256.0 * 4.0, 6, 64, 448);
+	assert_printed(t, 878.0, 1.0);
+	assert_printed(mp_roofline_intensity(&e, t, false), 3304.0, 1.0);
+	assert_printed(mp_roofline_intensity(&e, t, true), 1924.0, 1.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__experts_touched_and_bytes_per_token(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	mp_roofline_expert(&m, &e);
+	/* "A single token touches 6 experts, and the layer reads 6 x 18.8 =
+	 * 113 MB of expert weights to produce it." */
+	assert_near(mp_roofline_experts_touched(384, 6, 1.0), 6.0, 1e-9);
+	assert_printed(mp_roofline_weight_bytes_per_token(&e, 384, 6, 1.0) / 1e6, 113.0, 1.0);
+	/* "far less than the 7.2 GB of routed experts the layer holds" */
+	assert_printed(384.0 * e.weight_bytes / 1e9, 7.2, 0.1);
+	/* "At B = 256 the batch touches 377 of the 384 experts on average ...
+	 * the average expert serves only 4 tokens. Weight traffic per token
+	 * has fallen from 113 MB to 27.7 MB" */
+	assert_printed(mp_roofline_experts_touched(384, 6, 256.0), 377.0, 1.0);
+	assert_near(mp_roofline_tokens_per_expert(256.0, 6, 1, 384), 4.0, 1e-12);
+	assert_printed(mp_roofline_weight_bytes_per_token(&e, 384, 6, 256.0) / 1e6, 27.7, 0.1);
+	/* Independent check of the formula at B = 2 by enumeration: an expert
+	 * is missed by both tokens with probability (1 - 6/384)^2. */
+	double miss = (1.0 - 6.0 / 384.0) * (1.0 - 6.0 / 384.0);
+	assert_near(mp_roofline_experts_touched(384, 6, 2.0), 384.0 * (1.0 - miss), 1e-9);
+	mp_model_finish(&m);
+}
+
+static void roofline__routed_experts_total(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	mp_roofline_expert(&m, &e);
+	/* "its routed experts total 289 GB in MXFP4" */
+	assert_printed(384.0 * 40.0 * e.weight_bytes / 1e9, 289.0, 1.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__weight_reads_per_gpu_at_64_requests(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_point p8, p64;
+	v41_flash(&m);
+	gb200(&hw);
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep8, 64.0 * 4.0, &p8), 0);
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep64, 64.0 * 4.0, &p64), 0);
+	/* "At 64 requests per GPU, a GPU in an EP8 group reads 39.1 GB of
+	 * expert weights per step across the 40 layers, which takes 4.9 ms at
+	 * 8 TB/s; in an EP64 group it reads 5.3 GB, which takes 0.66 ms." */
+	assert_int_equal(p8.main.slots_per_gpu, 52);
+	assert_int_equal(p64.main.slots_per_gpu, 7);
+	assert_printed(p8.main.weight_bytes / 1e9, 39.1, 0.1);
+	assert_printed(p8.main.weight_bytes / 8e12 * 1e3, 4.9, 0.1);
+	assert_printed(p64.main.weight_bytes / 1e9, 5.3, 0.1);
+	assert_printed(p64.main.weight_bytes / 8e12 * 1e3, 0.66, 0.01);
+	mp_model_finish(&m);
+}
+
+static void roofline__ep_gap_at_small_batches(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_compare c;
+	v41_flash(&m);
+	gb200(&hw);
+	/* "Per-user speed is therefore tau divided by the step time ... 325.3
+	 * tokens per second per user at EP64 with 8 requests means 3.25 /
+	 * 325.3 = 10.0 ms per step." */
+	double measured64 = 3.25 / 325.3;
+	assert_printed(measured64 * 1e3, 10.0, 0.1);
+	/* "DeepSeek measured 3.6 to 3.8 ms" for the gap; 3.64 ms is the
+	 * value the article divides by. */
+	double measured8 = measured64 + 3.64e-3;
+	assert_int_equal(mp_roofline_compare(&m, &hw, NULL, &ep64, &ep8, 8.0 * 4.0, measured64,
+					     measured8, &c),
+			 0);
+	/* "52 experts per GPU against 7 in the main model and 20 against 3 in
+	 * the drafter, 34.8 GB per step. The model puts that gap at 4.35 ms" */
+	assert_int_equal(c.to.drafter.slots_per_gpu, 20);
+	assert_int_equal(c.from.drafter.slots_per_gpu, 3);
+	assert_printed(c.weight_bytes_delta / 1e9, 34.8, 0.1);
+	assert_printed(c.delta_s * 1e3, 4.35, 0.01);
+	/* The prediction is the measurement plus the gap. */
+	assert_near(c.predicted_to_s, measured64 + c.delta_s, 1e-15);
+	/* "reading 34.8 GB in 3.64 ms would require 9.6 TB/s" */
+	assert_printed(c.implied_bw_bytes_per_s / 1e12, 9.6, 0.1);
+	/* Hand: (45 * 40 + 17 * 3) * 18,800,640 B / 8e12 B/s. */
+	assert_near(c.delta_s, (45.0 * 40.0 + 17.0 * 3.0) * 18800640.0 / 8e12, 1e-12);
+	mp_model_finish(&m);
+}
+
+static void roofline__ep64_expert_time_at_8_requests(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_point p;
+	v41_flash(&m);
+	gb200(&hw);
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep64, 8.0 * 4.0, &p), 0);
+	/* "At 8 requests per GPU, the EP64 step takes 10.0 ms, of which the
+	 * routed experts account for 0.69 ms. The remaining 9.3 ms ..." */
+	assert_printed(p.overlap_s * 1e3, 0.69, 0.01);
+	assert_printed((3.25 / 325.3 - p.overlap_s) * 1e3, 9.3, 0.1);
+	/* Memory-bound in both parts: X is the bytes over the bandwidth. */
+	assert_false(p.main.compute_bound);
+	assert_near(p.overlap_s, p.memory_s, 1e-15);
+	mp_model_finish(&m);
+}
+
+static void roofline__large_batch_arithmetic(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_point p8, p64;
+	v41_flash(&m);
+	gb200(&hw);
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep8, 256.0 * 4.0, &p8), 0);
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep64, 256.0 * 4.0, &p64), 0);
+	/* "both configurations perform the same arithmetic per GPU, about 17
+	 * TFLOP of expert work per step at 256 requests, which takes 3.5 ms at
+	 * peak" (the 40 layers of the main model: 1024 * 6 * 70.8 MFLOP * 40
+	 * = 17.4 TFLOP, 3.48 ms) */
+	assert_near(p8.main.flops, p64.main.flops, 0.0);
+	assert_printed(p64.main.flops / 1e12, 17.0, 1.0);
+	assert_printed(p64.main.compute_s * 1e3, 3.5, 0.1);
+	/* "and at EP8 the memory traffic takes only 1.9 ms longer than that" */
+	assert_printed((p8.memory_s - p8.compute_s) * 1e3, 1.9, 0.1);
+	assert_printed((p8.main.memory_s - p8.main.compute_s) * 1e3, 1.9, 0.1);
+	/* EP64 is compute-bound there, EP8 memory-bound. */
+	assert_true(p64.main.compute_bound);
+	assert_false(p8.main.compute_bound);
+	mp_model_finish(&m);
+}
+
+static void roofline__overlap_and_additive(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_point p;
+	struct mp_roofline_options o;
+	v41_flash(&m);
+	gb200(&hw);
+	mp_roofline_options_init(&o);
+	o.additive = true;
+	assert_int_equal(mp_roofline_point(&m, &hw, &o, &ep64, 256.0 * 4.0, &p), 0);
+	/* Hand calculation, EP64 at 1024 tokens per GPU, per main layer:
+	 * compute 1024 * 6 * 70,778,880 / 5e15; memory (7 * 18,800,640 +
+	 * 1024 * 6 * 15,360) / 8e12; drafter stage: 1024 * 3 * F / 5e15 and
+	 * (3 * W + 1024 * 3 * 15,360) / 8e12. */
+	double f = 70778880.0;
+	double w = 18800640.0;
+	double cm = 1024.0 * 6.0 * f / 5e15;
+	double mm = (7.0 * w + 1024.0 * 6.0 * 15360.0) / 8e12;
+	double cd = 1024.0 * 3.0 * f / 5e15;
+	double md = (3.0 * w + 1024.0 * 3.0 * 15360.0) / 8e12;
+	assert_near(p.overlap_s, 40.0 * fmax(cm, mm) + 3.0 * fmax(cd, md), 1e-12);
+	assert_near(p.additive_s, 40.0 * (cm + mm) + 3.0 * (cd + md), 1e-12);
+	assert_near(p.time_s, p.additive_s, 0.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__bandwidth_choice(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_options o;
+	struct mp_roofline_compare c;
+	v41_flash(&m);
+	gb200(&hw);
+	mp_roofline_options_init(&o);
+	/* "between the 8 TB/s headline bandwidth and the 7.7 TB/s some vendors
+	 * list": the small-batch gap becomes 34.8 GB / 7.7 TB/s = 4.52 ms. */
+	o.hbm_bw_bytes_per_s = 7.7e12;
+	assert_int_equal(mp_roofline_compare(&m, &hw, &o, &ep64, &ep8, 32.0, 0.010, 0.0, &c), 0);
+	assert_near(c.delta_s, (45.0 * 40.0 + 17.0 * 3.0) * 18800640.0 / 7.7e12, 1e-12);
+	assert_near(c.from.ridge, 5e15 / 7.7e12, 1e-9);
+	assert_true(isnan(c.error));
+	mp_model_finish(&m);
+}
+
+static void roofline__prefill_tokens_per_expert(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_expert_cost e;
+	v41_flash(&m);
+	b200(&hw);
+	mp_roofline_expert(&m, &e);
+	/* "At 16,384 tokens per GPU per step, an EP2 group puts 502 tokens on
+	 * each expert, three times the 170 that marks the ridge on the 8-GPU
+	 * B200 machines ... at the 32,768-token cap ... about 1,000"; EP2
+	 * holds "196 expert slots" per GPU, 392 in all. */
+	double t = mp_roofline_tokens_per_expert(16384.0, 6, 2, 392);
+	assert_printed(t, 502.0, 1.0);
+	double ridge = mp_roofline_ridge_tokens(&e, mp_roofline_ridge(&hw, MP_COMPUTE_FP8), true);
+	assert_printed(ridge, 170.0, 1.0);
+	assert_printed(t / ridge, 3.0, 1.0);
+	assert_printed(mp_roofline_tokens_per_expert(32768.0, 6, 2, 392) / 100.0, 10.0, 1.0);
+	mp_model_finish(&m);
+}
+
+static void roofline__other_models(void **state)
+{
+	(void)state;
+	struct mp_hardware hw;
+	gb200(&hw);
+	double r = mp_roofline_ridge(&hw, MP_COMPUTE_FP8);
+	/* "DeepSeek-V3 stores its experts in FP8 and needs about twice as
+	 * many tokens per expert to reach the ridge": 7168 x 2048 experts,
+	 * FP8 with 128x128 block scales, FP8 in / BF16 out. */
+	struct mp_expert_cost v3, v41;
+	mp_roofline_expert_cost(7168, 2048, 3, MP_FORMAT_FP8_BLOCK, 0, MP_FORMAT_FP8,
+				MP_FORMAT_BF16, &v3);
+	mp_roofline_expert_cost(5120, 2304, 3, MP_FORMAT_MXFP4, 0, MP_FORMAT_FP8, MP_FORMAT_BF16,
+				&v41);
+	double ratio = mp_roofline_ridge_tokens(&v3, r, true) / mp_roofline_ridge_tokens(&v41, r, true);
+	assert_printed(ratio, 2.0, 1.0);
+	/* "Mixtral 8x7B divides its batch by only 4": E/k = 8/2, so t = B/4
+	 * on one GPU. */
+	assert_near(mp_roofline_tokens_per_expert(100.0, 2, 1, 8), 25.0, 1e-12);
+}
+
+static void roofline__point_rejects_bad_widths(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_roofline_point p = {.tokens_per_gpu = -1.0};
+	v41_flash(&m);
+	gb200(&hw);
+	struct mp_ep_width w = {.ep = 8, .slots = 420, .drafter_slots = 160};  /* 420 % 8 != 0 */
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &w, 32.0, &p), MP_EINVAL);
+	w = (struct mp_ep_width){.ep = 8, .slots = 376, .drafter_slots = 160}; /* below E */
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &w, 32.0, &p), MP_EINVAL);
+	w = (struct mp_ep_width){.ep = 8, .slots = 416, .drafter_slots = 0};   /* no drafter slots */
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &w, 32.0, &p), MP_EINVAL);
+	w = (struct mp_ep_width){.ep = 0, .slots = 416, .drafter_slots = 160};
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &w, 32.0, &p), MP_EINVAL);
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep8, -1.0, &p), MP_EINVAL);
+	/* Without a peak for the compute class: no roofline. */
+	m.expert_compute = MP_COMPUTE_INT8;
+	assert_int_equal(mp_roofline_point(&m, &hw, NULL, &ep8, 32.0, &p), MP_EINVAL);
+	/* out untouched on failure */
+	assert_near(p.tokens_per_gpu, -1.0, 0.0);
+	mp_model_finish(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(roofline__expert_constants),
+		cmocka_unit_test(roofline__ridge_per_gpu_and_format),
+		cmocka_unit_test(roofline__intensity_at_one_token),
+		cmocka_unit_test(roofline__ridge_crossing),
+		cmocka_unit_test(roofline__ceiling),
+		cmocka_unit_test(roofline__ridge_unreachable_when_ceiling_below),
+		cmocka_unit_test(roofline__intensity_701_at_64_requests),
+		cmocka_unit_test(roofline__requests_to_reach_the_ridge),
+		cmocka_unit_test(roofline__production_operating_point),
+		cmocka_unit_test(roofline__ep64_at_256_requests),
+		cmocka_unit_test(roofline__experts_touched_and_bytes_per_token),
+		cmocka_unit_test(roofline__routed_experts_total),
+		cmocka_unit_test(roofline__weight_reads_per_gpu_at_64_requests),
+		cmocka_unit_test(roofline__ep_gap_at_small_batches),
+		cmocka_unit_test(roofline__ep64_expert_time_at_8_requests),
+		cmocka_unit_test(roofline__large_batch_arithmetic),
+		cmocka_unit_test(roofline__overlap_and_additive),
+		cmocka_unit_test(roofline__bandwidth_choice),
+		cmocka_unit_test(roofline__prefill_tokens_per_expert),
+		cmocka_unit_test(roofline__other_models),
+		cmocka_unit_test(roofline__point_rejects_bad_widths),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
