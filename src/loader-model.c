@@ -532,19 +532,22 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 		return;
 	}
 
-	uint32_t h = 0;
-	uint32_t layers = 0;
-	hf_u32(&hf, "hidden_size", true, 1, MAX_HIDDEN, &h);
-	hf_u32(&hf, "num_hidden_layers", true, 1, MP_MAX_LAYERS, &layers);
 	static const char *const expert_keys[] = {"n_routed_experts", "num_experts", "num_local_experts", NULL};
 	static const char *const topk_keys[] = {"num_experts_per_tok", "experts_per_token", "moe_topk", NULL};
 	const char *ek = hf_first(&hf, expert_keys);
 	if (!ek) {
+		/* Not a mixture of experts (or a layout we do not know): one
+		 * message says so; the missing MoE fields would only repeat it. */
 		ld_error(ld, node, "unsupported model_type '%s': no routed expert count "
 			 "(looked for n_routed_experts, num_experts, num_local_experts)", type);
-	} else {
-		hf_u32(&hf, ek, true, 1, MP_MAX_EXPERTS, &m.routed_experts);
+		mp_model_finish(&m);
+		return;
 	}
+	hf_u32(&hf, ek, true, 1, MP_MAX_EXPERTS, &m.routed_experts);
+	uint32_t h = 0;
+	uint32_t layers = 0;
+	hf_u32(&hf, "hidden_size", true, 1, MAX_HIDDEN, &h);
+	hf_u32(&hf, "num_hidden_layers", true, 1, MP_MAX_LAYERS, &layers);
 	const char *kk = hf_first(&hf, topk_keys);
 	if (!kk) {
 		ld_error(ld, node, "missing required field 'num_experts_per_tok' (for a Hugging Face '%s' config)",

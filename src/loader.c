@@ -223,7 +223,8 @@ void ld_error(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ YAML */
 
-static void report_parser_error(struct ld *ld, const yaml_parser_t *parser)
+static void report_parser_error(struct ld *ld, const yaml_parser_t *parser,
+				const struct ld_text *text)
 {
 	if (parser->error == YAML_MEMORY_ERROR) {
 		ld_fail(ld, MP_ENOMEM);
@@ -232,7 +233,12 @@ static void report_parser_error(struct ld *ld, const yaml_parser_t *parser)
 	const char *problem = parser->problem ? parser->problem : "malformed input";
 	if (parser->error == YAML_READER_ERROR) {
 		/* Encoding problems: the mark is a byte offset. */
-		ld_error_at(ld, 0, 0, "invalid text at byte %zu: %s", parser->problem_offset, problem);
+		int line = 0;
+		int column = 0;
+		if (parser->problem_offset <= text->size) {
+			position_of(text->data, parser->problem_offset, &line, &column);
+		}
+		ld_error_at(ld, line, column, "invalid text (not UTF-8?): %s", problem);
 		return;
 	}
 	int line = (int)parser->problem_mark.line + 1;
@@ -256,7 +262,7 @@ int ld_open_text(struct ld *ld, const char *path, const struct ld_text *text,
 	}
 	yaml_parser_set_input_string(&parser, (const unsigned char *)text->data, text->size);
 	if (!yaml_parser_load(&parser, &ld->doc)) {
-		report_parser_error(ld, &parser);
+		report_parser_error(ld, &parser, text);
 		goto out;
 	}
 	ld->have_doc = true;
@@ -267,7 +273,7 @@ int ld_open_text(struct ld *ld, const char *path, const struct ld_text *text,
 	}
 	yaml_document_t next;
 	if (!yaml_parser_load(&parser, &next)) {
-		report_parser_error(ld, &parser);
+		report_parser_error(ld, &parser, text);
 		goto out;
 	}
 	yaml_node_t *extra = yaml_document_get_root_node(&next);

@@ -406,6 +406,135 @@ static bool swap_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 	return true;
 }
 
+/* Pair re-split: the 2S items of GPUs b and g are divided again, S per
+ * GPU, no expert twice on one GPU, so that the heavier side is as light as
+ * possible (exhaustive with pruning; item 0 stays on side A, which breaks
+ * the mirror symmetry). Applied when the heavier side ends below
+ * max(L_b, L_g) - tol. */
+struct pair_search {
+	const double *p;     /* [2S] item sizes, descending */
+	const uint32_t *ex;  /* [2S] experts */
+	uint32_t n;          /* 2S */
+	uint32_t S;
+	double total;
+	double best;         /* best heavier side so far */
+	uint64_t cur;
+	uint64_t best_set;
+	uint64_t nodes;
+};
+
+static void pair_dfs(struct pair_search *ps, uint32_t i, uint32_t in_a, double sum_a, double sum_b)
+{
+	if (++ps->nodes > 200000) {
+		return;
+	}
+	if (sum_a >= ps->best || sum_b >= ps->best) {
+		return;
+	}
+	uint32_t in_b = i - in_a;
+	if (i == ps->n) {
+		double v = sum_a > sum_b ? sum_a : sum_b;
+		if (v < ps->best) {
+			ps->best = v;
+			ps->best_set = ps->cur;
+		}
+		return;
+	}
+	/* duplicates: the same expert may not go to the side that has it */
+	bool a_ok = in_a < ps->S;
+	bool b_ok = in_b < ps->S;
+	for (uint32_t j = 0; j < i && (a_ok || b_ok); j++) {
+		if (ps->ex[j] == ps->ex[i]) {
+			if (ps->cur & (1ull << j)) {
+				a_ok = false;
+			} else {
+				b_ok = false;
+			}
+		}
+	}
+	if (a_ok) {
+		ps->cur |= 1ull << i;
+		pair_dfs(ps, i + 1, in_a + 1, sum_a + ps->p[i], sum_b);
+		ps->cur &= ~(1ull << i);
+	}
+	if (b_ok && i > 0) {
+		pair_dfs(ps, i + 1, in_a, sum_a, sum_b + ps->p[i]);
+	}
+}
+
+static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const double *size,
+			 uint32_t b, struct pl_work *work)
+{
+	uint32_t S = prob->S;
+	uint32_t G = prob->G;
+	if (2 * S > 64) {
+		return false;
+	}
+	double lb = sol->load[b];
+	double best_v = lb - prob->tol;
+	uint32_t best_g = UINT32_MAX;
+	uint64_t best_set = 0;
+	uint32_t ex[64];
+	double p[64];
+	uint32_t best_ex[64];
+	for (uint32_t g = 0; g < G; g++) {
+		double lg = sol->load[g];
+		if (g == b || (lb + lg) * 0.5 >= best_v) {
+			continue;
+		}
+		/* items of both GPUs, sorted by size descending */
+		uint32_t n = 0;
+		for (uint32_t k = 0; k < S; k++) {
+			ex[n++] = sol->slot[b * S + k];
+			ex[n++] = sol->slot[g * S + k];
+		}
+		for (uint32_t k = 1; k < n; k++) {
+			uint32_t e = ex[k];
+			uint32_t m = k;
+			while (m > 0 && (size[ex[m - 1]] < size[e]
+					 || (!(size[ex[m - 1]] > size[e]) && ex[m - 1] > e))) {
+				ex[m] = ex[m - 1];
+				m--;
+			}
+			ex[m] = e;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			p[k] = size[ex[k]];
+		}
+		struct pair_search ps = {
+			.p = p, .ex = ex, .n = n, .S = S, .total = lb + lg, .best = best_v,
+		};
+		pair_dfs(&ps, 0, 0, 0, 0);
+		if (ps.best < best_v) {
+			best_v = ps.best;
+			best_g = g;
+			best_set = ps.best_set;
+			memcpy(best_ex, ex, sizeof(ex[0]) * n);
+		}
+	}
+	(void)work;
+	if (best_g == UINT32_MAX) {
+		return false;
+	}
+	uint32_t na = 0;
+	uint32_t nb = 0;
+	double la = 0;
+	double lg = 0;
+	for (uint32_t k = 0; k < 2 * S; k++) {
+		uint32_t e = best_ex[k];
+		if (best_set & (1ull << k)) {
+			sol->slot[b * S + na++] = e;
+			la += size[e];
+		} else {
+			sol->slot[best_g * S + nb++] = e;
+			lg += size[e];
+		}
+	}
+	sol->load[b] = la;
+	sol->load[best_g] = lg;
+	return true;
+}
+
 static void build_csr(const struct pl_prob *prob, const struct pl_sol *sol, struct pl_work *work)
 {
 	uint32_t E = prob->E;
@@ -577,6 +706,11 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 		}
 		for (uint32_t g = 0; g < G && !moved; g++) {
 			if (sol->load[g] >= M - prob->tol) {
+				moved = pair_improve(prob, sol, size, g, work);
+			}
+		}
+		for (uint32_t g = 0; g < G && !moved; g++) {
+			if (sol->load[g] >= M - prob->tol) {
 				moved = rmove_improve(prob, sol, size, work, g);
 			}
 		}
@@ -616,6 +750,85 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 			sol->max = sol->load[g];
 		}
 	}
+}
+
+/* SplitMix64 (Steele, Lea and Flood 2014): a per-layer stream, so that a
+ * layer's result does not depend on threads or on other layers. */
+static uint64_t mix_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint32_t below(uint64_t *state, uint32_t n)
+{
+	return (uint32_t)(mix_next(state) % n);
+}
+
+/* One random change that keeps the plan valid: a swap of two items on
+ * different GPUs, or (one time in four) a replica of x turned into one of
+ * y. Returns false when the drawn change was not allowed. */
+static bool kick(const struct pl_prob *prob, struct pl_sol *sol, uint64_t *rng)
+{
+	uint32_t N = prob->N;
+	uint32_t S = prob->S;
+	if (below(rng, 4) == 0) {
+		uint32_t q = below(rng, N);
+		uint32_t x = sol->slot[q];
+		uint32_t y = below(rng, prob->E);
+		if (sol->r[x] < 2 || x == y || sol->r[y] >= prob->G || gpu_holds(prob, sol->slot, q / S, y)) {
+			return false;
+		}
+		sol->slot[q] = y;
+		sol->r[x]--;
+		sol->r[y]++;
+		return true;
+	}
+	uint32_t a = below(rng, N);
+	uint32_t b = below(rng, N);
+	uint32_t ea = sol->slot[a];
+	uint32_t eb = sol->slot[b];
+	if (a / S == b / S || ea == eb || gpu_holds(prob, sol->slot, b / S, ea)
+	    || gpu_holds(prob, sol->slot, a / S, eb)) {
+		return false;
+	}
+	sol->slot[a] = eb;
+	sol->slot[b] = ea;
+	return true;
+}
+
+int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work, double lb,
+	   uint32_t iterations, double deadline)
+{
+	struct pl_sol cand = { 0 };
+	if (pl_sol_alloc(&cand, prob) != 0) {
+		return MP_ENOMEM;
+	}
+	uint64_t rng = 0x6d6f65706c616e31ull ^ ((uint64_t)prob->N << 32) ^ prob->E;
+	for (uint32_t it = 0; it < iterations; it++) {
+		if (best->max <= lb + prob->tol || ((it & 15) == 0 && pl_now() > deadline)) {
+			break;
+		}
+		pl_sol_copy(&cand, best, prob);
+		bool changed = false;
+		for (uint32_t t = 0; t < 8 && !changed; t++) {
+			changed = kick(prob, &cand, &rng);
+		}
+		if (!changed) {
+			continue;
+		}
+		pl_sol_eval(&cand, prob);
+		pl_improve(prob, &cand, work, deadline);
+		/* sideways moves are accepted: they let the search drift along
+		 * plateaus of equal max load */
+		if (!pl_sol_better(best, &cand, prob, NULL)) {
+			pl_sol_copy(best, &cand, prob);
+		}
+	}
+	pl_sol_free(&cand);
+	return 0;
 }
 
 static void consider(const struct pl_prob *prob, struct pl_sol *best, bool *have,

@@ -148,6 +148,13 @@ bool pl_repair_dups(const struct pl_prob *prob, struct pl_sol *sol);
 void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *work,
 		double deadline);
 
+/* Iterated local search: a random valid change (swap, or replica move),
+ * then pl_improve; kept unless worse. Stops after `iterations`, when max
+ * meets lb, or at deadline. Deterministic: the random stream is seeded
+ * from the layer's shape only. Returns 0 or MP_ENOMEM. */
+int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work, double lb,
+	   uint32_t iterations, double deadline);
+
 /* The whole heuristic: several seeds (greedy replica counts + LPT, EPLB,
  * repaired), each improved; best kept in best. Returns 0 or MP_ENOMEM /
  * MP_ELIMIT (no duplicate-free plan found). */

@@ -229,6 +229,21 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 	return minb;
 }
 
+/* Iterated local search budget: about 3000 iterations on small layers,
+ * fewer on big ones (each costs O(N S + G S^2)). */
+static uint32_t ils_iterations(const struct pl_prob *prob)
+{
+	double cost = (double)prob->N * prob->S + (double)prob->G * prob->S * prob->S;
+	double it = 3e8 / (cost * 100.0);
+	if (it > 3000) {
+		it = 3000;
+	}
+	if (it < 100) {
+		it = 100;
+	}
+	return (uint32_t)it;
+}
+
 static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       const struct mp_place_options *opts, struct mp_layer_placement *out)
 {
@@ -268,6 +283,17 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		status = MP_PLACE_OPTIMAL;
 		method = M_BOUND;
 		goto done;
+	}
+	if (best.max > lb + prob.tol) {
+		rc = pl_ils(&prob, &best, &work, lb, ils_iterations(&prob), deadline);
+		if (rc != 0) {
+			goto out;
+		}
+		if (best.max <= lb + prob.tol) {
+			status = MP_PLACE_OPTIMAL;
+			method = M_BOUND;
+			goto done;
+		}
 	}
 	if ((best.max - lb) / best.max <= opts->target_gap) {
 		method = M_TARGET;

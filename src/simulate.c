@@ -183,7 +183,7 @@ static int build_pop(const double *w, uint32_t n, uint32_t top_k, uint32_t row,
 	uint32_t *large = NULL;
 	double *q = NULL;
 	double sum = 0.0;
-	double lo = INFINITY;
+	double lo = (double)INFINITY;
 	double hi = 0.0;
 	uint32_t active = 0;
 	for (uint32_t e = 0; e < n; e++) {

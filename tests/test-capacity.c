@@ -7,8 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
+
+#include "cli-run.h"
 
 #include "moeplan/capacity.h"
 #include "moeplan/diag.h"
@@ -422,6 +426,84 @@ static void capacity__rejects_bad_input(void **state)
 	mp_model_finish(&m);
 }
 
+static double json_number(const char *text, const char *key)
+{
+	char pattern[128];
+	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
+	const char *at = strstr(text, pattern);
+	if (!at) {
+		fail_msg("no \"%s\" in output", key);
+		return 0.0;
+	}
+	return strtod(at + strlen(pattern), NULL);
+}
+
+static void capacity__cli_fit_just_under_and_over(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/deepseek-v4.1-flash.yaml");
+	const char *gb200 = src_path("hardware/gb200-nvl72.yaml");
+	/* Without buffers, workspace and reserve the audit is weights + KV.
+	 * By hand at EP64 (448 slots, drafter 192): routed 7 x 40 x 18,800,640
+	 * = 5,264,179,200 B; shared 40 x 3 x 5,120 x 2,304 x 1 B =
+	 * 1,415,577,600 B; drafter experts 3 x 3 x 18,800,640 = 169,205,760 B;
+	 * the preset's dense and other drafter bytes are read back from the
+	 * output. KV per request at 131,072 tokens: 890 x 131,072 =
+	 * 116,654,080 B. */
+	struct cli_result r = cli_run("fit", "--model", model, "--hardware", gb200, "--ep", "64",
+				      "--requests", "256", "--context", "131072", "--buffers", "none",
+				      "--no-workspace", "--reserve", "0", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	/* "256 requests at the 131,072-token context ... occupy about 30 GB
+	 * per GPU" */
+	assert_near(json_number(r.out, "kv_cache_bytes"), 890.0 * 131072.0 * 256.0, 0.0);
+	assert_near(json_number(r.out, "routed_bytes"), 5264179200.0, 0.0);
+	assert_near(json_number(r.out, "shared_bytes"), 1415577600.0, 0.0);
+	double dense = json_number(r.out, "dense_bytes");
+	double drafter = json_number(r.out, "drafter_bytes");
+	assert_true(drafter >= 169205760.0);
+	double weights = 5264179200.0 + 1415577600.0 + dense + drafter;
+	double max = floor((186e9 - weights) / 116654080.0);
+	assert_near(json_number(r.out, "max_requests_per_gpu"), max, 0.0);
+	cli_result_free(&r);
+
+	char under[32], over[32];
+	snprintf(under, sizeof(under), "%.0f", max);
+	snprintf(over, sizeof(over), "%.0f", max + 1.0);
+	r = cli_run("fit", "-m", model, "-H", gb200, "--ep", "64", "-r", under, "-c", "131072",
+		    "--buffers", "none", "--no-workspace", "--reserve", "0", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "fits: "));
+	cli_result_free(&r);
+	r = cli_run("fit", "-m", model, "-H", gb200, "--ep", "64", "-r", over, "-c", "131072",
+		    "--buffers", "none", "--no-workspace", "--reserve", "0", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "does not fit: "));
+	cli_result_free(&r);
+	r = cli_run("fit", "-m", model, "-H", gb200, "--ep", "64", "-r", over, "-c", "131072",
+		    "--buffers", "none", "--no-workspace", "--reserve", "0", "--format", "json", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.out, "\"fits\": false"));
+	cli_result_free(&r);
+
+	/* "EP1 cannot hold the 289 GB of routed experts" */
+	r = cli_run("fit", "-m", model, "-H", gb200, "--ep", "1", "--slots", "384", "-r", "1", "-c",
+		    "16384", "--chunk-tokens", "16384", "--format", "json", NULL);
+	assert_int_equal(r.status, 1);
+	assert_printed(json_number(r.out, "routed_bytes") / 1e9, 289.0, 1.0);
+	cli_result_free(&r);
+	/* "at EP2 each GPU holds 196 expert slots, about 147 GB" */
+	r = cli_run("fit", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"), "--ep", "2", "--slots",
+		    "392", "-r", "1", "-c", "16384", "--chunk-tokens", "16384", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_printed(json_number(r.out, "routed_bytes") / 1e9, 147.0, 1.0);
+	cli_result_free(&r);
+	/* Missing --context: usage error. */
+	r = cli_run("fit", "-m", model, "-H", gb200, "--ep", "64", "-r", "1", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -437,6 +519,7 @@ int main(void)
 		cmocka_unit_test(capacity__max_requests_matches_brute_force),
 		cmocka_unit_test(capacity__max_requests_when_weights_do_not_fit),
 		cmocka_unit_test(capacity__rejects_bad_input),
+		cmocka_unit_test(capacity__cli_fit_just_under_and_over),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

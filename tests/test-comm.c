@@ -7,8 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
+
+#include "cli-run.h"
 
 #include "moeplan/comm.h"
 #include "moeplan/diag.h"
@@ -237,6 +241,54 @@ static void comm__rejects_bad_input(void **state)
 	mp_model_finish(&m);
 }
 
+static double json_number(const char *text, const char *key)
+{
+	char pattern[128];
+	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
+	const char *at = strstr(text, pattern);
+	if (!at) {
+		fail_msg("no \"%s\" in output", key);
+		return 0.0;
+	}
+	return strtod(at + strlen(pattern), NULL);
+}
+
+static void comm__cli(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/deepseek-v4.1-flash.yaml");
+	const char *gb200 = src_path("hardware/gb200-nvl72.yaml");
+	struct cli_result r = cli_run("comm", "--model", model, "--hardware", gb200, "--ep", "64",
+				      "--gpus-per-node", "72", "--tokens-per-gpu", "256", "--format",
+				      "json", NULL);
+	assert_int_equal(r.status, 0);
+	/* "15 KB per visit, six visits per token" */
+	assert_near(json_number(r.out, "bytes"), 6.0 * 15360.0, 0.0);
+	const char *up = strstr(r.out, "\"scale_up\"");
+	const char *out = strstr(r.out, "\"scale_out\"");
+	assert_non_null(up);
+	assert_non_null(out);
+	/* Hand: 256 tokens x 6 x 63/64 x 15,360 B over NVLink, none outside. */
+	assert_near(json_number(up, "bytes"), 256.0 * 90720.0, 1e-6);
+	assert_near(json_number(out, "bytes"), 0.0, 0.0);
+	cli_result_free(&r);
+
+	/* EP16 over two 8-GPU HGX nodes uses the network. */
+	r = cli_run("comm", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"), "--ep", "16", "-g", "8",
+		    "-t", "1024", "--max-nodes-per-token", "1", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "scale-out"));
+	assert_non_null(strstr(r.out, "(at most 1)"));
+	cli_result_free(&r);
+
+	r = cli_run("comm", "-m", model, "-H", gb200, "--ep", "12", "-g", "8", "-t", "1", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("comm", "-m", model, "-H", gb200, "--ep", "64", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +297,7 @@ int main(void)
 		cmocka_unit_test(comm__node_limited_routing),
 		cmocka_unit_test(comm__ep_below_node_size),
 		cmocka_unit_test(comm__rejects_bad_input),
+		cmocka_unit_test(comm__cli),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

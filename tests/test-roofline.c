@@ -7,8 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
+
+#include "cli-run.h"
 
 #include "moeplan/diag.h"
 #include "moeplan/model.h"
@@ -523,6 +527,119 @@ static void roofline__point_rejects_bad_widths(void **state)
 	mp_model_finish(&m);
 }
 
+/* The number after the first `"key": ` in JSON text; fails the test when
+ * the key is missing. */
+static double json_number(const char *text, const char *key)
+{
+	char pattern[128];
+	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
+	const char *at = strstr(text, pattern);
+	if (!at) {
+		fail_msg("no \"%s\" in output", key);
+		return 0.0;
+	}
+	return strtod(at + strlen(pattern), NULL);
+}
+
+static void roofline__cli_reproduces_the_article(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/deepseek-v4.1-flash.yaml");
+	const char *gb200 = src_path("hardware/gb200-nvl72.yaml");
+	/* print(round(intensity(tokens_per_expert(64 * 4, 64)))) "# 701", and
+	 * "t = 192 is reached at about 56 requests per GPU". */
+	struct cli_result r = cli_run("roofline", "--model", model, "--hardware", gb200, "--ep", "64",
+				      "--requests", "64", "--tokens-per-request", "4", "--format", "json",
+				      NULL);
+	assert_int_equal(r.status, 0);
+	assert_printed(json_number(r.out, "intensity_flop_per_byte"), 701.0, 1.0);
+	assert_printed(json_number(r.out, "ridge_tokens_per_expert"), 192.0, 1.0);
+	assert_printed(json_number(r.out, "ridge_tokens_per_expert_weights_only"), 166.0, 1.0);
+	assert_printed(json_number(r.out, "ridge_requests_per_gpu"), 56.0, 1.0);
+	assert_printed(json_number(r.out, "weight_bytes") / 1e6, 18.8, 0.1);
+	assert_printed(json_number(r.out, "flops_per_token") / 1e6, 70.8, 0.1);
+	assert_near(json_number(r.out, "act_bytes_per_visit"), 15360.0, 0.0);
+	assert_near(json_number(r.out, "ceiling_flop_per_byte"), 4608.0, 1e-9);
+	assert_near(json_number(r.out, "ridge_flop_per_byte"), 625.0, 1e-9);
+	cli_result_free(&r);
+
+	/* "at 256 requests per GPU in an EP64 group each expert receives 878
+	 * tokens, where the naive formula gives 3,304 FLOPs per byte and the
+	 * full one gives 1,924" */
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "256", "-T", "4",
+		    "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *main_part = strstr(r.out, "\"main\"");
+	assert_non_null(main_part);
+	assert_printed(json_number(main_part, "tokens_per_expert"), 878.0, 1.0);
+	assert_printed(json_number(main_part, "intensity_weights_only"), 3304.0, 1.0);
+	assert_printed(json_number(main_part, "intensity_flop_per_byte"), 1924.0, 1.0);
+	cli_result_free(&r);
+
+	/* "the EP64 step takes 10.0 ms, of which the routed experts account
+	 * for 0.69 ms"; EP8: "34.8 GB per step. The model puts that gap at
+	 * 4.35 ms ... reading 34.8 GB in 3.64 ms would require 9.6 TB/s" */
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "8", "-T", "4",
+		    "--compare-ep", "8", "--measured-step", "10.0", "--measured-compare-step", "13.64",
+		    "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *step = strstr(r.out, "\"step\"");
+	const char *cmp = strstr(r.out, "\"compare\"");
+	assert_non_null(step);
+	assert_non_null(cmp);
+	assert_printed(json_number(step, "expert_time_s") * 1e3, 0.69, 0.01);
+	assert_int_equal((int)json_number(cmp, "slots"), 416);
+	assert_int_equal((int)json_number(cmp, "drafter_slots"), 160);
+	assert_printed(json_number(cmp, "weight_bytes_delta") / 1e9, 34.8, 0.1);
+	assert_printed(json_number(cmp, "delta_s") * 1e3, 4.35, 0.01);
+	assert_printed(json_number(cmp, "floor_s") * 1e3, 9.3, 0.1);
+	assert_printed(json_number(cmp, "implied_bw_bytes_per_s") / 1e12, 9.6, 0.1);
+	cli_result_free(&r);
+
+	/* "an EP2 group puts 502 tokens on each expert, three times the 170
+	 * that marks the ridge on the 8-GPU B200 machines" (196 slots per GPU) */
+	r = cli_run("roofline", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"), "--ep", "2",
+		    "--slots", "392", "-r", "16384", "-T", "1", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_near(json_number(r.out, "ridge_flop_per_byte"), 562.5, 1e-9);
+	assert_printed(json_number(r.out, "ridge_tokens_per_expert"), 170.0, 1.0);
+	main_part = strstr(r.out, "\"main\"");
+	assert_non_null(main_part);
+	assert_printed(json_number(main_part, "tokens_per_expert"), 502.0, 1.0);
+	cli_result_free(&r);
+
+	/* The text table prints the same figures. */
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "t* = 192.1 tokens per expert (166.0 counting weights only)"));
+	assert_non_null(strstr(r.out, "ceiling F/a = 4608"));
+	assert_non_null(strstr(r.out, "W = 18.8 MB"));
+	assert_non_null(strstr(r.out, "56.0 requests per GPU"));
+	cli_result_free(&r);
+}
+
+static void roofline__cli_usage_errors(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/deepseek-v4.1-flash.yaml");
+	const char *gb200 = src_path("hardware/gb200-nvl72.yaml");
+	struct cli_result r = cli_run("roofline", "--hardware", gb200, NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--model and --hardware are required"));
+	cli_result_free(&r);
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "--slots", "450", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "multiple of --ep 64"));
+	cli_result_free(&r);
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--format", "xml", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("roofline", "-m", src_path("no-such-model.yaml"), "-H", gb200, NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -547,6 +664,8 @@ int main(void)
 		cmocka_unit_test(roofline__prefill_tokens_per_expert),
 		cmocka_unit_test(roofline__other_models),
 		cmocka_unit_test(roofline__point_rejects_bad_widths),
+		cmocka_unit_test(roofline__cli_reproduces_the_article),
+		cmocka_unit_test(roofline__cli_usage_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

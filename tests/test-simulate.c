@@ -463,7 +463,7 @@ static double json_number(const char *text, const char *key)
 	snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
 	const char *at = strstr(text, pattern);
 	if (!at) {
-		return NAN;
+		return (double)NAN;
 	}
 	return strtod(at + strlen(pattern), NULL);
 }

@@ -110,22 +110,23 @@ static void traffic__loads_alloc_gives_zeros(void **state)
 	assert_int_equal(loads.n_experts, 5);
 	for (uint32_t l = 0; l < 3; l++) {
 		for (uint32_t e = 0; e < 5; e++) {
-			assert_true(mp_loads_row(&loads, l)[e] == 0.0);
+			assert_near(mp_loads_row(&loads, l)[e], 0.0, 0.0);
 		}
 	}
 	mp_loads_row(&loads, 2)[4] = 7.0;
-	assert_true(loads.w[14] == 7.0);
+	assert_near(loads.w[14], 7.0, 0.0);
 	/* Bad sizes are refused and leave the loads as they were. */
 	assert_int_equal(mp_loads_alloc(&loads, 0, 5), MP_EINVAL);
 	assert_int_equal(mp_loads_alloc(&loads, 1, 0), MP_EINVAL);
 	assert_int_equal(mp_loads_alloc(&loads, MP_MAX_LAYERS + 1, 5), MP_EINVAL);
 	assert_int_equal(mp_loads_alloc(&loads, 1, MP_MAX_EXPERTS + 1), MP_EINVAL);
 	assert_int_equal(loads.n_layers, 3);
-	assert_true(loads.w[14] == 7.0);
+	assert_near(loads.w[14], 7.0, 0.0);
 	/* Reallocating replaces the old contents. */
 	assert_int_equal(mp_loads_alloc(&loads, 1, 2), 0);
 	assert_int_equal(loads.n_layers, 1);
-	assert_true(loads.w[0] == 0.0 && loads.w[1] == 0.0);
+	assert_near(loads.w[0], 0.0, 0.0);
+	assert_near(loads.w[1], 0.0, 0.0);
 	mp_loads_finish(&loads);
 	assert_null(loads.w);
 	mp_loads_finish(NULL);
@@ -141,7 +142,7 @@ static void traffic__uniform_is_all_ones(void **state)
 	assert_int_equal(t.kind, MP_TRAFFIC_UNIFORM);
 	assert_int_equal(mp_traffic_generate(&t, 2, 384, &out), 0);
 	for (size_t i = 0; i < 2 * 384; i++) {
-		assert_true(out.w[i] == 1.0);
+		assert_near(out.w[i], 1.0, 0.0);
 	}
 	mp_loads_finish(&out);
 	mp_traffic_finish(&t);
@@ -242,7 +243,7 @@ static void traffic__permuted_layers_are_reproducible(void **state)
 		qsort(sorted, 384, sizeof(double), cmp_double);
 		double sum = 0.0;
 		for (uint32_t e = 0; e < 384; e++) {
-			assert_true(sorted[e] == plain.w[383 - e]);
+			assert_near(sorted[e], plain.w[383 - e], 0.0);
 			sum += sorted[e];
 		}
 		assert_near(sum, 384.0, 1e-9);
@@ -313,13 +314,13 @@ static void traffic__observed_is_copied(void **state)
 	assert_int_equal(mp_traffic_generate(&t, 3, 3, &out), MP_EINVAL);
 	assert_int_equal(mp_traffic_generate(&t, 2, 4, &out), MP_EINVAL);
 	assert_int_equal(out.n_layers, 2);
-	assert_true(out.w[5] == 50.0);
+	assert_near(out.w[5], 50.0, 0.0);
 	/* Negative or non-finite counts are refused. */
 	t.observed.w[1] = -1.0;
 	assert_int_equal(mp_traffic_generate(&t, 2, 3, &out), MP_EINVAL);
-	t.observed.w[1] = NAN;
+	t.observed.w[1] = (double)NAN;
 	assert_int_equal(mp_traffic_generate(&t, 2, 3, &out), MP_EINVAL);
-	assert_true(out.w[1] == 10.0);
+	assert_near(out.w[1], 10.0, 0.0);
 	mp_loads_finish(&out);
 	mp_traffic_finish(&t);
 }
@@ -335,7 +336,7 @@ static void traffic__bad_specs_are_refused(void **state)
 	t.kind = MP_TRAFFIC_ZIPF;
 	t.zipf_s = -0.5;
 	assert_int_equal(mp_traffic_generate(&t, 1, 4, &out), MP_EINVAL);
-	t.zipf_s = NAN;
+	t.zipf_s = (double)NAN;
 	assert_int_equal(mp_traffic_generate(&t, 1, 4, &out), MP_EINVAL);
 	t.kind = MP_TRAFFIC_HOT;
 	t.hot_experts = 0.0;
@@ -348,7 +349,7 @@ static void traffic__bad_specs_are_refused(void **state)
 	assert_int_equal(mp_traffic_generate(&t, 0, 4, &out), MP_EINVAL);
 	/* out still holds the uniform loads of the first call. */
 	assert_int_equal(out.n_experts, 4);
-	assert_true(out.w[3] == 1.0);
+	assert_near(out.w[3], 1.0, 0.0);
 	mp_loads_finish(&out);
 	mp_traffic_finish(&t);
 }
