@@ -730,7 +730,7 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 	struct mp_placement tmp;
 	mp_placement_init(&tmp);
 	if (phase && strcmp(phase, "decode") != 0 && strcmp(phase, "prefill") != 0) {
-		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+		return mp_diags_add(diags, path, 0, 0, MP_EINVAL,
 				    "unknown phase '%s' (expected decode or prefill)", phase);
 	}
 	int rc = ld_open(&ld, path, diags);

@@ -251,10 +251,48 @@ static void report_parser_error(struct ld *ld, const yaml_parser_t *parser,
 	}
 }
 
+/* libyaml's time grows faster than linearly with the nesting of flow
+ * collections ("[[[[..."; 40,000 levels take seconds), so deep nesting is
+ * refused before parsing. Brackets are counted outside comments; a quoted
+ * string full of brackets can only make the count larger, never hide a
+ * level. No input of ours nests deeper than 4. */
+#define LD_MAX_FLOW_DEPTH 1000
+
+static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
+{
+	size_t depth = 0;
+	bool comment = false;
+	for (size_t i = 0; i < text->size; i++) {
+		char c = text->data[i];
+		if (c == '\n') {
+			comment = false;
+		} else if (comment) {
+			continue;
+		} else if (c == '#' && (i == 0 || text->data[i - 1] == ' ' || text->data[i - 1] == '\t' ||
+					text->data[i - 1] == '\n')) {
+			comment = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > LD_MAX_FLOW_DEPTH) {
+				int line = 0;
+				int column = 0;
+				position_of(text->data, i, &line, &column);
+				ld_error_at(ld, line, column, "lists or mappings nested more than %d levels deep", LD_MAX_FLOW_DEPTH);
+				return true;
+			}
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return false;
+}
+
 int ld_open_text(struct ld *ld, const char *path, const struct ld_text *text,
 		 struct mp_diags *diags)
 {
 	*ld = (struct ld){.path = path, .diags = diags};
+	if (flow_too_deep(ld, text)) {
+		return ld->status;
+	}
 	yaml_parser_t parser;
 	if (!yaml_parser_initialize(&parser)) {
 		ld_fail(ld, MP_ENOMEM);
@@ -880,7 +918,7 @@ static const char *base_unit(const char *kind)
 static void format_bound(double value, const char *kind, char *buf, size_t size)
 {
 	const char *unit = base_unit(kind);
-	if (!kind || value == 0.0 || strcmp(kind, "seconds") == 0) {
+	if (!kind || !(fabs(value) > 0.0) || strcmp(kind, "seconds") == 0) {
 		snprintf(buf, size, "%g%s%s", value, unit[0] ? " " : "", unit);
 		return;
 	}

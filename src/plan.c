@@ -143,11 +143,17 @@ int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *op
 		opts = &defaults;
 	}
 	const struct mp_model *model = &sc->model;
-	int rc = mp_traffic_generate(&sc->traffic, model->moe_layers, model->routed_experts, &out->loads);
+	/* Observed counts often cover only some MoE layers (a trace dumps a
+	 * few); those layers are planned, each row as given. */
+	uint32_t n_layers = model->moe_layers;
+	if (sc->traffic.kind == MP_TRAFFIC_OBSERVED && sc->traffic.observed.n_layers > 0) {
+		n_layers = sc->traffic.observed.n_layers;
+	}
+	int rc = mp_traffic_generate(&sc->traffic, n_layers, model->routed_experts, &out->loads);
 	if (rc) {
 		return mp_diags_add(diags, NULL, 0, 0, rc,
 				    "traffic: loads must have %u layers x %u experts to match the model",
-				    model->moe_layers, model->routed_experts);
+				    n_layers, model->routed_experts);
 	}
 	rc = plan_phase(sc, opts, &out->loads, true, &out->prefill, diags);
 	if (rc == 0) {

@@ -450,7 +450,11 @@ static void format_si(double value, int sig, const char *unit, char *buf, size_t
 		if (e3 > 6) {
 			e3 = 6;
 		}
-		snprintf(tmp, sizeof(tmp), "%.*g", sig, value / pow(10.0, 3.0 * e3));
+		/* Never fewer digits than the integer part (90000 at one
+		 * significant digit is "90k", not "9e+01k"). */
+		double scaled = value / pow(10.0, 3.0 * e3);
+		int whole = fabs(scaled) >= 1.0 ? (int)floor(log10(fabs(scaled)) + 1e-9) + 1 : 1;
+		snprintf(tmp, sizeof(tmp), "%.*g", sig > whole ? sig : whole, scaled);
 	} else if (fabs(r) < 1e-12) {
 		snprintf(tmp, sizeof(tmp), "0");
 	}

@@ -651,6 +651,23 @@ static void svg__si_format(void **state)
 	assert_string_equal(b, "0.5 s");
 }
 
+/* Colour-bar ticks of [0, 100000] over 300 px: step 20000, so by hand
+ * 0, 20k, 40k, 60k, 80k, 100k; at one significant digit 80000 used to be
+ * printed as "8e+01k". */
+static void svg__tick_labels_have_no_exponent(void **state)
+{
+	(void)state;
+	struct mp_svg *svg = NULL;
+	assert_int_equal(mp_svg_create(200, 400, NULL, &svg), 0);
+	assert_int_equal(mp_svg_colorbar(svg, 10, 10, 16, 300, 0, 100000, "cb", "load"), 0);
+	char *doc = render(svg);
+	assert_non_null(strstr(doc, ">80k<"));
+	assert_non_null(strstr(doc, ">100k<"));
+	assert_null(strstr(doc, "e+"));
+	free(doc);
+	mp_svg_destroy(svg);
+}
+
 /* --- roofline ------------------------------------------------------------ */
 
 /* The seed article: "A GB200 GPU delivers 5 PFLOP/s of FP8 tensor-core
@@ -945,6 +962,7 @@ int main(void)
 		cmocka_unit_test(svg__bad_or_repeated_ids_fail),
 		cmocka_unit_test(svg__colormap_is_viridis),
 		cmocka_unit_test(svg__si_format),
+		cmocka_unit_test(svg__tick_labels_have_no_exponent),
 		cmocka_unit_test(svg__roofline_has_roofs_ridges_points_and_crossings),
 		cmocka_unit_test(svg__roofline_refuses_bad_numbers_without_output),
 		cmocka_unit_test(svg__heatmap_factors_and_common_scale),

@@ -18,6 +18,7 @@
 
 #include "moeplan/diag.h"
 #include "moeplan/doc.h"
+#include "moeplan/roofline.h"
 
 #define EXIT_OK 0
 #define EXIT_INPUT 1
@@ -110,6 +111,84 @@ int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32
 void cli_si(double value, const char *unit, char *buf, size_t size);
 /** Emit doc (YAML or JSON) to stdout and destroy it; an exit status. */
 int cli_emit_doc(struct mp_doc *doc, enum cli_output format);
+/* Pictures shared by plan, check, replan and roofline (plot-helpers.c).
+ * Each writes its SVG to path atomically ("-" = stdout), prints
+ * "moeplan: PATH: message" on failure and returns an exit status. */
+struct mp_placement;
+struct mp_loads;
+struct mp_roofline_options;
+struct mp_plan;
+struct mp_scenario;
+
+/** The load heatmap (layers x GPUs) before and after a placement. */
+struct cli_heatmap_spec {
+	const char *path;
+	const char *title;                   /**< NULL = "Load per GPU per MoE layer" */
+	const struct mp_placement *after;    /**< required; only slot_expert and the shape are read */
+	const struct mp_placement *before;   /**< same gpus and layers, or NULL for the default
+						  layout (mp_simulate_default_layout with
+						  ceil(E / G) slots per GPU: slot p holds expert
+						  p mod E, one replica per expert when G divides E) */
+	const char *before_label;            /**< NULL = says which layout */
+	const char *after_label;             /**< NULL = "after placement" */
+	const struct mp_loads *loads;        /**< [after->n_layers or 1][E]: both maps are
+						  evaluated under these (mp_place_evaluate, even split) */
+	double visits_per_gpu;               /**< > 0: scale each row to this mean per GPU (e.g.
+						  b * k token visits per step); 0 = the loads' units */
+	const char *value_label;             /**< colour bar title; NULL = "load" */
+};
+
+/** What the heatmap shows: per-layer max/mean, worst and mean over layers. */
+struct cli_heatmap_stats {
+	double worst_before, mean_before;
+	double worst_after, mean_after;
+	uint32_t worst_before_layer, worst_after_layer;
+};
+
+/** Draw the heatmap; stats (may be NULL) gets its busiest-GPU factors. */
+int cli_plot_heatmap(const struct cli_heatmap_spec *spec, struct cli_heatmap_stats *stats);
+
+/** A named operating point: b tokens per GPU per step at a width. */
+struct cli_roofline_op {
+	const char *label;              /**< e.g. "decode EP72, 64 req/GPU" */
+	struct mp_ep_width width;
+	double tokens_per_gpu;          /**< b, > 0 */
+};
+
+/** The roofline of a model's routed experts on one GPU. */
+struct cli_roofline_spec {
+	const char *path;
+	const char *title;                         /**< NULL = "<model> on <hardware>" */
+	const struct mp_model *model;
+	const struct mp_hardware *hw;
+	const struct mp_roofline_options *opts;    /**< NULL = defaults (peak, bandwidth) */
+	const struct cli_roofline_op *ops;         /**< [n_ops] drawn on both panels */
+	size_t n_ops;
+	const struct mp_ep_width *widths;          /**< [n_widths] curves of the second
+						        panel; 0 = roofline only */
+	size_t n_widths;
+	double tokens_per_request;                 /**< requests per GPU = b / this; 0 = 1 */
+	double max_requests;                       /**< right end of the curves; 0 = 1024 */
+};
+
+/** Draw the roofline: one roof per compute class the hardware has a peak
+ * for (opts->peak_flops replaces the model's class), the ops at the
+ * intensity I(t) of the main model's expert on the model's roof and, with
+ * widths, tokens per expert t = b k N / slots against requests per GPU for
+ * each width with the ridge crossing t* marked. */
+int cli_plot_roofline(const struct cli_roofline_spec *spec);
+
+/* plan --svg / --report (plan-report.c). */
+/** The decode heatmap of a plan: default layout against the plan's
+ * placement, in token visits per GPU per step (b * k on average). */
+int cli_plan_heatmap(const char *path, const struct mp_plan *plan, const struct mp_scenario *sc,
+		     bool decode, struct cli_heatmap_stats *stats);
+/** The one-page Markdown report of a plan, with its pictures written next
+ * to it (STEM-decode-roofline.svg, STEM-prefill-roofline.svg,
+ * STEM-decode-heatmap.svg, STEM-prefill-heatmap.svg for STEM.md). */
+int cli_plan_report(const char *path, const struct mp_plan *plan, const struct mp_scenario *sc,
+		    const char *scenario_path);
+
 int cmd_roofline(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
 int cmd_comm(int argc, char **argv);

@@ -168,11 +168,10 @@ static void print_fit(const struct mp_model *m, const struct mp_hardware *hw,
 	char note[160], w[32], cap[32], fr[32];
 	struct mp_expert_cost e;
 	mp_roofline_expert(m, &e);
-	printf("%s on %s, %s at EP%u: %u slots (%u per GPU), %.4g request%s x %.0f tokens of context\n",
+	printf("%s on %s, %s at EP%u: %u slots (%u per GPU), %.4g request(s) x %.0f tokens of context\n",
 	       m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)",
 	       in->prefill ? "prefill" : "decode", in->width.ep, in->width.slots,
-	       in->width.slots / in->width.ep, in->requests, in->requests == 1.0 ? "" : "s",
-	       in->context_tokens);
+	       in->width.slots / in->width.ep, in->requests, in->context_tokens);
 	cli_si(e.weight_bytes, "B", w, sizeof(w));
 	snprintf(note, sizeof(note), "%u slots x %u layers x %s", in->width.slots / in->width.ep,
 		 m->moe_layers, w);

@@ -13,12 +13,19 @@
 #define MOEPLAN_DATADIR "/usr/local/share/moeplan"
 #endif
 
+enum {
+	OPT_SVG = 256,
+	OPT_REPORT,
+};
+
 static const struct option plan_options[] = {
 	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"time-limit", required_argument, NULL, 't'},
 	{"threads", required_argument, NULL, 'j'},
 	{"verbose", no_argument, NULL, 'v'},
+	{"svg", required_argument, NULL, OPT_SVG},
+	{"report", required_argument, NULL, OPT_REPORT},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -29,6 +36,10 @@ static const struct cli_option_help plan_help[] = {
 	{"SECONDS", "solver time limit per MoE layer (default: the scenario's, else 10)"},
 	{"N", "solver threads over layers (default: number of CPUs; results do not depend on it)"},
 	{NULL, "show GLPK's own log on stderr"},
+	{"FILE", "also draw the decode load heatmap (layers x GPUs, round-robin before,\n"
+		 "                                 planned after) to FILE as SVG (default: none)"},
+	{"FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
+		    "                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)"},
 	{NULL, "show this help"},
 };
 
@@ -46,7 +57,8 @@ const struct cli_command_help cmd_plan_help = {
 	.help = plan_help,
 	.examples =
 		"  moeplan plan plans/default.yaml -o plan.yaml\n"
-		"  moeplan plan plans/olmoe-github.yaml --format json -o - | jq '.decode.placement.layers[0]'\n",
+		"  moeplan plan plans/olmoe-github.yaml --format json -o - | jq '.decode.placement.layers[0]'\n"
+		"  moeplan plan plans/default.yaml -o plan.yaml --svg load.svg --report plan.md\n",
 };
 
 static void progress(void *user, uint32_t done, uint32_t total, double worst_gap)
@@ -79,6 +91,8 @@ static const char *default_scenario(void)
 int cmd_plan(int argc, char **argv)
 {
 	const char *output = NULL;
+	const char *svg = NULL;
+	const char *report = NULL;
 	bool json = false;
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
@@ -110,6 +124,12 @@ int cmd_plan(int argc, char **argv)
 		case 'v':
 			opts.place.verbose = true;
 			break;
+		case OPT_SVG:
+			svg = optarg;
+			break;
+		case OPT_REPORT:
+			report = optarg;
+			break;
 		case 'h':
 			cli_print_help(&cmd_plan_help, stdout);
 			return EXIT_OK;
@@ -124,6 +144,15 @@ int cmd_plan(int argc, char **argv)
 	const char *path = optind < argc ? argv[optind] : default_scenario();
 	if (cli_same_file(output, path)) {
 		return cli_usage("plan", "-o '%s' is the scenario itself; refusing to overwrite an input", output);
+	}
+	if (cli_same_file(svg, path) || cli_same_file(report, path)) {
+		return cli_usage("plan", "--svg/--report name the scenario itself; refusing to overwrite an input");
+	}
+	if (report && strcmp(report, "-") == 0) {
+		return cli_usage("plan", "--report needs a file name: its pictures are written next to it");
+	}
+	if (svg && strcmp(svg, "-") == 0 && (!output || strcmp(output, "-") == 0)) {
+		return cli_usage("plan", "--svg - and the plan would both go to stdout; give -o FILE");
 	}
 
 	struct timespec start;
@@ -154,6 +183,18 @@ int cmd_plan(int argc, char **argv)
 	if (rc) {
 		status = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;
 		goto out;
+	}
+	if (svg) {
+		status = cli_plan_heatmap(svg, &plan, &scenario, true, NULL);
+		if (status) {
+			goto out;
+		}
+	}
+	if (report) {
+		status = cli_plan_report(report, &plan, &scenario, path);
+		if (status) {
+			goto out;
+		}
 	}
 	doc = mp_plan_to_doc(&plan, &scenario);
 	status = cli_emit(doc, output, json);

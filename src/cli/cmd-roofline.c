@@ -104,8 +104,8 @@ bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, cons
 {
 	double v = 0.0;
 	if (mp_parse_quantity(text, kind, &v) != 0 || !isfinite(v) || v < min || v > max) {
-		cli_usage(cmd, "--%s '%s': expected a %s from %g to %g", opt, text,
-			  kind ? kind : "number", min, max);
+		cli_usage(cmd, "--%s '%s': expected a quantity in %s from %g to %g", opt, text,
+			  kind ? kind : "plain numbers", min, max);
 		return false;
 	}
 	*out = v;
@@ -274,6 +274,16 @@ static struct mp_doc *header_doc(const struct mp_model *m, const struct mp_hardw
 	mp_doc_put_real(d, "peak_flops", p->peak_flops);
 	mp_doc_put_real(d, "hbm_bw_bytes_per_s", p->hbm_bw_bytes_per_s);
 	mp_doc_put_real(d, "ridge_flop_per_byte", p->ridge);
+	struct mp_doc *ridges = mp_doc_map();
+	for (int k = 0; k < MP_COMPUTE_COUNT; k++) {
+		double r = mp_roofline_ridge(hw, (enum mp_compute)k);
+		if (r > 0) {
+			/* At the bandwidth used, which may override the hardware's. */
+			mp_doc_put_real(ridges, mp_compute_name((enum mp_compute)k),
+					hw->peak_flops[k] / p->hbm_bw_bytes_per_s);
+		}
+	}
+	mp_doc_put(d, "ridge_by_format", ridges);
 	mp_doc_put_real(d, "ridge_tokens_per_expert", p->main.ridge_tokens);
 	mp_doc_put_real(d, "ridge_tokens_per_expert_weights_only", p->main.ridge_tokens_weights);
 	double b = mp_roofline_tokens_per_gpu(p->main.ridge_tokens, m->top_k, p->width.ep, p->width.slots);
@@ -309,6 +319,14 @@ static int print_text_header(const struct mp_model *m, const struct mp_hardware 
 	       mp_format_name(m->combine_format), mp_roofline_ceiling(&e));
 	printf("ridge     R = %.5g FLOP/B; t* = %.1f tokens per expert (%.1f counting weights only)\n",
 	       p->ridge, p->main.ridge_tokens, p->main.ridge_tokens_weights);
+	printf("          ridge by format:");
+	for (int k = 0; k < MP_COMPUTE_COUNT; k++) {
+		if (mp_roofline_ridge(hw, (enum mp_compute)k) > 0) {
+			printf(" %s %.5g", mp_compute_name((enum mp_compute)k),
+			       hw->peak_flops[k] / p->hbm_bw_bytes_per_s);
+		}
+	}
+	printf(" FLOP/B\n");
 	double b = mp_roofline_tokens_per_gpu(p->main.ridge_tokens, m->top_k, p->width.ep, p->width.slots);
 	printf("width     EP%u, %u slots (%u per GPU, %d redundant)", p->width.ep, p->width.slots,
 	       p->width.slots / p->width.ep, (int)(p->width.slots - m->routed_experts));
