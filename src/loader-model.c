@@ -58,8 +58,8 @@ static void parse_attention(struct ld *ld, const yaml_node_t *node, const char *
 		return;
 	}
 	int type = -1;
-	bool type_ok = ld_get_enum(ld, ld_require(ld, node, what, "type"), FIELD("type"),
-				   attention_types, &type);
+	const yaml_node_t *type_node = ld_require(ld, node, what, "type");
+	bool type_ok = type_node && ld_get_enum(ld, type_node, FIELD("type"), attention_types, &type);
 	const char *const *keys = attention_keys_all;
 	if (type_ok && type == 0) {
 		keys = attention_keys_mla;

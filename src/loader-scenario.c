@@ -212,8 +212,8 @@ static void parse_slots(struct ld *ld, const yaml_node_t *node, const char *what
 		return;
 	}
 	int rule = -1;
-	bool rule_ok = ld_get_enum(ld, ld_require(ld, node, what, "rule"), FIELD("rule"), slot_rules,
-				   &rule);
+	const yaml_node_t *rule_node = ld_require(ld, node, what, "rule");
+	bool rule_ok = rule_node && ld_get_enum(ld, rule_node, FIELD("rule"), slot_rules, &rule);
 	ld_check_map(ld, node, what, rule_ok ? slot_keys_rule[rule] : slot_keys_all);
 	if (!rule_ok) {
 		return;

@@ -5,7 +5,8 @@
  * - mean: the busiest GPU carries at least the average, sum(w) / G.
  * - largest item: some replica carries max_e w_e / r_e, minimised over r by
  *   greedy apportionment (give the next replica to the expert with the
- *   largest w_e / r_e, r_e <= G: Jefferson/D'Hondt, optimal for min-max).
+ *   largest w_e / r_e, r_e <= G: Adams' divisor method, optimal for the
+ *   min-max item).
  * - cardinality: with items sorted p_1 >= p_2 >= ... >= p_N and exactly S
  *   per GPU, the top m = (k-1)G + 1 items cannot all sit on different GPUs
  *   k-1 at a time, so some GPU holds k of them: it carries at least
@@ -25,12 +26,13 @@ struct rheap {
 	uint32_t n;
 	const double *w;
 	const uint32_t *r;
+	double delta; /* divisor offset: priority w_e / (r_e + delta) */
 };
 
 static bool rheap_above(const struct rheap *hp, uint32_t a, uint32_t b)
 {
-	double ka = hp->w[a] / hp->r[a];
-	double kb = hp->w[b] / hp->r[b];
+	double ka = hp->w[a] / (hp->r[a] + hp->delta);
+	double kb = hp->w[b] / (hp->r[b] + hp->delta);
 	if (ka > kb) {
 		return true;
 	}
@@ -63,10 +65,10 @@ static void rheap_down(struct rheap *hp, uint32_t i)
 
 /* Give N - E extra replicas one at a time to the expert with the largest
  * w_e / r_e among those with r_e < cap (cap 0 = no cap). heap[E] scratch. */
-static void apportion(const double *w, uint32_t E, uint32_t N, uint32_t cap, uint32_t *r,
-		      uint32_t *heap, uint32_t *seq)
+static void apportion(const double *w, uint32_t E, uint32_t N, uint32_t cap, double delta,
+		      uint32_t *r, uint32_t *heap, uint32_t *seq)
 {
-	struct rheap hp = { .h = heap, .n = 0, .w = w, .r = r };
+	struct rheap hp = { .h = heap, .n = 0, .w = w, .r = r, .delta = delta };
 	for (uint32_t e = 0; e < E; e++) {
 		r[e] = 1;
 		if (cap == 0 || cap > 1) {
@@ -100,7 +102,7 @@ double pl_replicas_greedy(const struct pl_prob *prob, uint32_t *r)
 		}
 		return 0;
 	}
-	apportion(prob->w, prob->E, prob->N, prob->G, r, heap, NULL);
+	apportion(prob->w, prob->E, prob->N, prob->G, 0.0, r, heap, NULL);
 	free(heap);
 	for (uint32_t e = 0; e < prob->E; e++) {
 		double s = prob->w[e] / r[e];
@@ -111,9 +113,20 @@ double pl_replicas_greedy(const struct pl_prob *prob, uint32_t *r)
 	return top;
 }
 
+int pl_replicas_divisor(const struct pl_prob *prob, double delta, uint32_t *r)
+{
+	uint32_t *heap = malloc(sizeof(*heap) * prob->E);
+	if (!heap) {
+		return MP_ENOMEM;
+	}
+	apportion(prob->w, prob->E, prob->N, prob->G, delta, r, heap, NULL);
+	free(heap);
+	return 0;
+}
+
 void pl_replicas_eplb(const struct pl_prob *prob, uint32_t *r, uint32_t *heap, uint32_t *seq)
 {
-	apportion(prob->w, prob->E, prob->N, 0, r, heap, seq);
+	apportion(prob->w, prob->E, prob->N, 0, 0.0, r, heap, seq);
 }
 
 /* a before b in the order: key descending (ascending when asc), then

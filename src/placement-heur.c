@@ -163,7 +163,8 @@ int pl_work_alloc(struct pl_work *work, const struct pl_prob *prob)
 	work->size = malloc(sizeof(*work->size) * prob->N);
 	work->key = malloc(sizeof(*work->key) * prob->E);
 	work->items = malloc(sizeof(*work->items) * prob->N);
-	if (!work->order || !work->stamp || !work->cnt || !work->head || !work->list || !work->size
+	work->gorder = malloc(sizeof(*work->gorder) * prob->G);
+	if (!work->gorder || !work->order || !work->stamp || !work->cnt || !work->head || !work->list || !work->size
 	    || !work->key || !work->items) {
 		pl_work_free(work);
 		return MP_ENOMEM;
@@ -184,6 +185,7 @@ void pl_work_free(struct pl_work *work)
 	free(work->size);
 	free(work->key);
 	free(work->items);
+	free(work->gorder);
 	memset(work, 0, sizeof(*work));
 }
 
@@ -240,6 +242,157 @@ bool pl_pack_lpt(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *s
 		return pl_repair_dups(prob, sol);
 	}
 	return true;
+}
+
+/* Balanced largest differencing (Karmarkar-Karp's differencing for
+ * partitions with equal cardinality; Michiels, Korst, Aarts and van Leeuwen
+ * 2003, "Performance ratios for the differencing method applied to the
+ * balanced number partitioning problem"). Items sorted by size form S rows
+ * of G; each row is a partial partition of G one-item groups. Repeatedly
+ * the two partial partitions with the largest spread (max - min group sum)
+ * are merged, the heaviest group of one joined with the lightest of the
+ * other, until one partition of G groups of S items is left. A join that
+ * would put an expert twice into a group takes the next lightest partner
+ * instead. */
+struct bl_part {
+	uint32_t *grp;  /* [G] group ids (heads into the item lists) */
+	double spread;
+	bool alive;
+};
+
+static double bl_spread(const struct bl_part *pt, const double *gsum, uint32_t G)
+{
+	double lo = gsum[pt->grp[0]];
+	double hi = lo;
+	for (uint32_t i = 1; i < G; i++) {
+		double v = gsum[pt->grp[i]];
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+	}
+	return hi - lo;
+}
+
+bool pl_pack_bldm(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol,
+		  struct pl_work *work)
+{
+	uint32_t G = prob->G;
+	uint32_t S = prob->S;
+	uint32_t N = prob->N;
+	bool ok = false;
+	/* group g (0..N-1) starts as item g; lists of items via next[] */
+	uint32_t *next = malloc(sizeof(*next) * N);
+	uint32_t *tail = malloc(sizeof(*tail) * N);
+	double *gsum = malloc(sizeof(*gsum) * N);
+	uint32_t *ids = malloc(sizeof(*ids) * N);
+	uint32_t *tmp = malloc(sizeof(*tmp) * 2 * (size_t)G);
+	double *key = malloc(sizeof(*key) * N);
+	uint32_t *mark = malloc(sizeof(*mark) * prob->E);
+	struct bl_part *parts = malloc(sizeof(*parts) * S);
+	if (!next || !tail || !gsum || !ids || !tmp || !key || !mark || !parts) {
+		goto out;
+	}
+	for (uint32_t e = 0; e < prob->E; e++) {
+		work->key[e] = prob->w[e] / r[e];
+		mark[e] = UINT32_MAX;
+	}
+	pl_sort_desc(work->order, work->key, prob->E);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < prob->E; i++) {
+		uint32_t e = work->order[i];
+		for (uint32_t k = 0; k < r[e] && n < N; k++) {
+			work->items[n] = e;
+			gsum[n] = work->key[e];
+			next[n] = UINT32_MAX;
+			tail[n] = n;
+			n++;
+		}
+	}
+	for (uint32_t k = 0; k < S; k++) {
+		parts[k].grp = ids + (size_t)k * G;
+		for (uint32_t i = 0; i < G; i++) {
+			parts[k].grp[i] = k * G + i;
+		}
+		parts[k].spread = bl_spread(&parts[k], gsum, G);
+		parts[k].alive = true;
+	}
+	uint32_t tag = 0;
+	for (uint32_t left = S; left > 1; left--) {
+		uint32_t a = UINT32_MAX;
+		uint32_t b = UINT32_MAX;
+		for (uint32_t k = 0; k < S; k++) {
+			if (!parts[k].alive) {
+				continue;
+			}
+			if (a == UINT32_MAX || parts[k].spread > parts[a].spread) {
+				b = a;
+				a = k;
+			} else if (b == UINT32_MAX || parts[k].spread > parts[b].spread) {
+				b = k;
+			}
+		}
+		uint32_t *ga = parts[a].grp;
+		uint32_t *gb = parts[b].grp;
+		/* a's groups heaviest first, b's lightest first */
+		for (uint32_t i = 0; i < G; i++) {
+			key[ga[i]] = gsum[ga[i]];
+			key[gb[i]] = gsum[gb[i]];
+		}
+		pl_sort_idx(ga, G, key, false);
+		pl_sort_idx(gb, G, key, true);
+		for (uint32_t i = 0; i < G; i++) {
+			uint32_t x = ga[i];
+			tag++;
+			for (uint32_t it = x; it != UINT32_MAX; it = next[it]) {
+				mark[work->items[it]] = tag;
+			}
+			/* first partner from position i on without a shared expert */
+			uint32_t j = i;
+			for (; j < G; j++) {
+				bool clash = false;
+				for (uint32_t it = gb[j]; it != UINT32_MAX && !clash; it = next[it]) {
+					clash = mark[work->items[it]] == tag;
+				}
+				if (!clash) {
+					break;
+				}
+			}
+			if (j == G) {
+				j = i; /* no clean partner: leave the duplicate to the repair */
+			}
+			uint32_t y = gb[j];
+			gb[j] = gb[i];
+			gb[i] = y;
+			/* join y's list after x's */
+			next[tail[x]] = y;
+			tail[x] = tail[y];
+			gsum[x] += gsum[y];
+		}
+		parts[b].alive = false;
+		parts[a].spread = bl_spread(&parts[a], gsum, G);
+	}
+	uint32_t last = 0;
+	while (!parts[last].alive) {
+		last++;
+	}
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t c = 0;
+		for (uint32_t it = parts[last].grp[g]; it != UINT32_MAX; it = next[it]) {
+			sol->slot[g * S + c++] = work->items[it];
+		}
+	}
+	memcpy(sol->r, r, sizeof(*r) * prob->E);
+	pl_sol_eval(sol, prob);
+	ok = pl_sol_no_dup(sol, prob) || pl_repair_dups(prob, sol);
+out:
+	free(next);
+	free(tail);
+	free(gsum);
+	free(ids);
+	free(tmp);
+	free(key);
+	free(mark);
+	free(parts);
+	return ok;
 }
 
 void pl_eplb(const struct pl_prob *prob, uint32_t *slot, struct pl_work *work)
@@ -421,11 +574,12 @@ struct pair_search {
 	uint64_t cur;
 	uint64_t best_set;
 	uint64_t nodes;
+	uint64_t max_nodes;
 };
 
 static void pair_dfs(struct pair_search *ps, uint32_t i, uint32_t in_a, double sum_a, double sum_b)
 {
-	if (++ps->nodes > 200000) {
+	if (++ps->nodes > ps->max_nodes) {
 		return;
 	}
 	if (sum_a >= ps->best || sum_b >= ps->best) {
@@ -477,10 +631,21 @@ static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 	uint32_t ex[64];
 	double p[64];
 	uint32_t best_ex[64];
-	for (uint32_t g = 0; g < G; g++) {
+	/* partners lightest first: the heavier side is at least the pair's
+	 * average, so the scan stops at the first partner that cannot help */
+	pl_sort_desc(work->gorder, sol->load, G);
+	uint64_t budget = 20000;
+	for (uint32_t q = G; q-- > 0;) {
+		uint32_t g = work->gorder[q];
 		double lg = sol->load[g];
-		if (g == b || (lb + lg) * 0.5 >= best_v) {
+		if ((lb + lg) * 0.5 >= best_v) {
+			break;
+		}
+		if (g == b) {
 			continue;
+		}
+		if (budget == 0) {
+			break;
 		}
 		/* items of both GPUs, sorted by size descending */
 		uint32_t n = 0;
@@ -503,8 +668,11 @@ static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 		}
 		struct pair_search ps = {
 			.p = p, .ex = ex, .n = n, .S = S, .total = lb + lg, .best = best_v,
+			.max_nodes = budget < 4000 ? budget : 4000,
 		};
 		pair_dfs(&ps, 0, 0, 0, 0);
+		work->ops += ps.nodes + n * n;
+		budget -= ps.nodes < budget ? ps.nodes : budget;
 		if (ps.best < best_v) {
 			best_v = ps.best;
 			best_g = g;
@@ -512,7 +680,6 @@ static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 			memcpy(best_ex, ex, sizeof(ex[0]) * n);
 		}
 	}
-	(void)work;
 	if (best_g == UINT32_MAX) {
 		return false;
 	}
@@ -568,6 +735,7 @@ static bool rmove_improve(const struct pl_prob *prob, struct pl_sol *sol, double
 	double tol = prob->tol;
 	double M = sol->load[b];
 	build_csr(prob, sol, work);
+	work->ops += (uint64_t)S * prob->N + prob->N + E;
 	for (uint32_t g = 0; g < G; g++) {
 		work->stamp[g] = UINT32_MAX;
 	}
@@ -698,6 +866,7 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 		uint32_t b = argmax(sol->load, G);
 		double M = sol->load[b];
 		bool moved = false;
+		work->ops += (uint64_t)G * prob->S * prob->S + G;
 		/* Every GPU tied at the max may be the one that can move. */
 		for (uint32_t g = 0; g < G && !moved; g++) {
 			if (sol->load[g] >= M - prob->tol) {
@@ -800,14 +969,16 @@ static bool kick(const struct pl_prob *prob, struct pl_sol *sol, uint64_t *rng)
 }
 
 int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work, double lb,
-	   uint32_t iterations, double deadline)
+	   uint64_t max_ops, double deadline)
 {
 	struct pl_sol cand = { 0 };
 	if (pl_sol_alloc(&cand, prob) != 0) {
 		return MP_ENOMEM;
 	}
 	uint64_t rng = 0x6d6f65706c616e31ull ^ ((uint64_t)prob->N << 32) ^ prob->E;
-	for (uint32_t it = 0; it < iterations; it++) {
+	uint64_t start = work->ops;
+	for (uint32_t it = 0; work->ops - start < max_ops; it++) {
+		work->ops += prob->N;
 		if (best->max <= lb + prob->tol || ((it & 15) == 0 && pl_now() > deadline)) {
 			break;
 		}
@@ -851,13 +1022,18 @@ int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work
 		rc = MP_ENOMEM;
 		goto out;
 	}
-	/* Seed 1: greedy replica counts, LPT packing. */
+	/* Seeds 1-2: Adams' replica counts (the smallest largest item),
+	 * packed by LPT with a slot limit and by balanced differencing. */
 	pl_replicas_greedy(prob, r);
 	if (pl_pack_lpt(prob, r, &cand, work)) {
 		pl_improve(prob, &cand, work, deadline);
 		consider(prob, best, &have, &cand);
 	}
-	/* Seed 2: EPLB's plan, usable when it gives no expert more replicas
+	if (pl_pack_bldm(prob, r, &cand, work)) {
+		pl_improve(prob, &cand, work, deadline);
+		consider(prob, best, &have, &cand);
+	}
+	/* Seed 3: EPLB's plan, usable when it gives no expert more replicas
 	 * than GPUs; its duplicates swapped away. */
 	pl_eplb(prob, cand.slot, work);
 	pl_sol_eval(&cand, prob);

@@ -52,6 +52,8 @@ struct pl_work {
 	double *size;     /* [N] item sizes, scratch */
 	double *key;      /* [E] sort keys */
 	uint32_t *items;  /* [N] item expert ids, scratch */
+	uint32_t *gorder; /* [G] GPUs by load, scratch */
+	uint64_t ops;     /* work done by the local search (deterministic effort count) */
 };
 
 /* Wall clock in seconds (CLOCK_MONOTONIC). */
@@ -83,9 +85,15 @@ void pl_sort_idx(uint32_t *idx, uint32_t n, const double *key, bool asc);
 /* --- bounds (placement-bound.c) --- */
 
 /* Replica counts minimising the largest item w_e / r_e subject to
- * 1 <= r_e <= G, sum r_e = N (greedy apportionment: D'Hondt/Jefferson;
+ * 1 <= r_e <= G, sum r_e = N (greedy apportionment, Adams' divisor method:
  * optimal for the min-max item size). Returns that largest item. */
 double pl_replicas_greedy(const struct pl_prob *prob, uint32_t *r);
+
+/* Replica counts by a divisor method: starting from r_e = 1, each extra
+ * replica goes to the largest w_e / (r_e + delta), r_e <= G. delta 0 is
+ * Adams' method (pl_replicas_greedy), 0.5 Webster/Sainte-Lague, 1
+ * D'Hondt/Jefferson. Returns 0 or MP_ENOMEM. */
+int pl_replicas_divisor(const struct pl_prob *prob, double delta, uint32_t *r);
 
 /* EPLB's replicate_experts: the same greedy without the cap; seq[N - E]
  * gets the expert of each redundant replica in creation order. heap[E]. */
@@ -132,6 +140,12 @@ void pl_rset_free(struct pl_rset *set);
 bool pl_pack_lpt(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol,
 		 struct pl_work *work);
 
+/* Pack the items of r by balanced largest differencing (see the source):
+ * exactly S per GPU by construction. Fills sol; false when no
+ * duplicate-free packing was found or memory ran out. */
+bool pl_pack_bldm(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol,
+		  struct pl_work *work);
+
 /* DeepSeek EPLB's global policy (replicate_experts: repeatedly replicate
  * the expert with the highest load per replica, no cap; balanced_packing:
  * heaviest first into the lightest GPU with room, duplicates allowed).
@@ -149,11 +163,12 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 		double deadline);
 
 /* Iterated local search: a random valid change (swap, or replica move),
- * then pl_improve; kept unless worse. Stops after `iterations`, when max
+ * then pl_improve; kept unless worse. Stops after max_ops units of work
+ * (work->ops: candidate moves looked at, a machine-independent count), when max
  * meets lb, or at deadline. Deterministic: the random stream is seeded
  * from the layer's shape only. Returns 0 or MP_ENOMEM. */
 int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work, double lb,
-	   uint32_t iterations, double deadline);
+	   uint64_t max_ops, double deadline);
 
 /* The whole heuristic: several seeds (greedy replica counts + LPT, EPLB,
  * repaired), each improved; best kept in best. Returns 0 or MP_ENOMEM /

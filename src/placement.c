@@ -229,20 +229,12 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 	return minb;
 }
 
-/* Iterated local search budget: about 3000 iterations on small layers,
- * fewer on big ones (each costs O(N S + G S^2)). */
-static uint32_t ils_iterations(const struct pl_prob *prob)
-{
-	double cost = (double)prob->N * prob->S + (double)prob->G * prob->S * prob->S;
-	double it = 3e8 / (cost * 100.0);
-	if (it > 3000) {
-		it = 3000;
-	}
-	if (it < 100) {
-		it = 100;
-	}
-	return (uint32_t)it;
-}
+/* Iterated local search effort per layer, in work->ops units (a few
+ * nanoseconds each): a short run always, a longer one while the gap is
+ * above PL_ILS_GAP. */
+#define PL_ILS_OPS 1000000u
+#define PL_ILS_MORE_OPS 30000000u
+#define PL_ILS_GAP 1e-3
 
 static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       const struct mp_place_options *opts, struct mp_layer_placement *out)
@@ -285,7 +277,10 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		goto done;
 	}
 	if (best.max > lb + prob.tol) {
-		rc = pl_ils(&prob, &best, &work, lb, ils_iterations(&prob), deadline);
+		rc = pl_ils(&prob, &best, &work, lb, PL_ILS_OPS, deadline);
+		if (rc == 0 && (best.max - lb) / best.max > PL_ILS_GAP) {
+			rc = pl_ils(&prob, &best, &work, lb, PL_ILS_MORE_OPS, deadline);
+		}
 		if (rc != 0) {
 			goto out;
 		}

@@ -468,6 +468,12 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 		.cell_w = clamp(360.0 / plot->n_gpus, 1.5, 28.0),
 		.cell_h = clamp(600.0 / plot->n_layers, 12.0, 28.0),
 	};
+	/* The colour bar's title runs along the bar, as tall as the maps:
+	 * with few layers the rows grow so that it fits. */
+	double title_h = mp_svg_text_width(plot->value_label ? plot->value_label : "load", 12) + 16;
+	if (lay.cell_h * plot->n_layers < title_h) {
+		lay.cell_h = title_h / plot->n_layers;
+	}
 	lay.map_w = lay.cell_w * plot->n_gpus;
 	lay.map_h = lay.cell_h * plot->n_layers;
 	lay.font = fmin(11.0, lay.cell_h - 2.0);

@@ -895,6 +895,34 @@ static void svg__heatmap_factors_and_common_scale(void **state)
 	assert_int_equal(mp_plot_heatmap_write(&plot, stdout), MP_EINVAL);
 }
 
+/* Three layers under a long colour-bar title: the title runs along the
+ * bar, so the bar (as tall as the maps) must be at least as long as the
+ * title, 41 characters at 0.6 x 12 px = 295.2 px (svg.h's estimate); at
+ * the default 28 px per row it was 84 px and the title left the picture. */
+static void svg__heatmap_rows_grow_to_fit_the_colorbar_title(void **state)
+{
+	(void)state;
+	double before[] = {4, 0, 0, 0, 1, 1, 1, 1, 0, 1, 0, 0};
+	struct mp_plot_heatmap plot;
+	mp_plot_heatmap_init(&plot);
+	plot.n_layers = 3;
+	plot.n_gpus = 4;
+	plot.before = before;
+	plot.value_label = "token visits per GPU per step (mean 512)";
+	int rc;
+	char *doc = render_with(write_heatmap, &plot, &rc);
+	assert_int_equal(rc, 0);
+	assert_true(well_formed(doc));
+	const char *bar = element(doc, "colorbar");
+	assert_non_null(bar);
+	const char *rect = strstr(bar, "<rect");
+	assert_non_null(rect);
+	char buf[64];
+	assert_true(attr(rect, "height", buf, sizeof(buf)));
+	assert_true(strtod(buf, NULL) >= 0.6 * 12 * 41);
+	free(doc);
+}
+
 /* --- pareto -------------------------------------------------------------- */
 
 static void svg__pareto_is_a_step_line_with_markers(void **state)
@@ -966,6 +994,7 @@ int main(void)
 		cmocka_unit_test(svg__roofline_has_roofs_ridges_points_and_crossings),
 		cmocka_unit_test(svg__roofline_refuses_bad_numbers_without_output),
 		cmocka_unit_test(svg__heatmap_factors_and_common_scale),
+		cmocka_unit_test(svg__heatmap_rows_grow_to_fit_the_colorbar_title),
 		cmocka_unit_test(svg__pareto_is_a_step_line_with_markers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,6 +108,9 @@ struct mp_replan_layer {
 	double mean_load;           /**< sum w / G */
 	double scratch_max;         /**< busiest GPU of the from-scratch plan */
 	uint32_t scratch_moves;     /**< moves the (relabelled) from-scratch plan needs */
+	uint32_t scratch_moves_raw; /**< slots that differ from the from-scratch plan as the
+					 solver labels its GPUs (what a balancer that re-plans from
+					 scratch would move) */
 	double lower_bound;         /**< proven for this layer's budget (>= the from-scratch bound) */
 	double gap;                 /**< (max_after - lower_bound) / max_after, 0 when max_after is 0 */
 	enum mp_place_status status;
@@ -182,19 +185,29 @@ struct mp_doc *mp_replan_to_doc(const struct mp_replan *replan,
  * from-scratch plan, with the lower bounds. NULL on allocation failure. */
 struct mp_doc *mp_replan_pareto_doc(const struct mp_replan *replan, const uint32_t *layer_ids);
 
-/** Information read from a full moeplan plan/v1 for re-planning one phase. */
+/** What kind of map file a re-plan read (its output keeps the kind). */
+enum mp_replan_source {
+	MP_REPLAN_SOURCE_LIST = 0,   /**< a bare [layers][slots] list */
+	MP_REPLAN_SOURCE_PLAN,       /**< a full moeplan plan (phases) */
+	MP_REPLAN_SOURCE_WRAPPED,    /**< a map with a moeplan `placement` (moeplan place) */
+	MP_REPLAN_SOURCE_PLACEMENT,  /**< a bare moeplan placement object */
+	MP_REPLAN_SOURCE_SGLANG,     /**< {"physical_to_logical_map": ...} alone */
+	MP_REPLAN_SOURCE_VLLM,       /**< physical_to_logical_map with logical_replica_count */
+};
+
+/** Information read from a map file for re-planning one phase. */
 struct mp_replan_plan_info {
-	bool full_plan;            /**< the file is a moeplan plan with phases */
-	bool placement_only;       /**< the file is a bare moeplan `placement` object */
-	double tokens_per_gpu;     /**< the phase's tokens per GPU per step, 0 = unknown */
-	double expert_time_s;      /**< the phase's expert_time_s (one layer, balanced), 0 = unknown */
-	uint32_t top_k;            /**< model.top_k, 0 = unknown */
-	uint64_t expert_bytes;     /**< hbm.routed_bytes / (slots_per_gpu * model.moe_layers), 0 = unknown */
+	enum mp_replan_source kind;
+	double tokens_per_gpu;     /**< plan: the phase's tokens per GPU per step, 0 = unknown */
+	double expert_time_s;      /**< plan: the phase's expert_time_s (one layer, balanced), 0 = unknown */
+	uint32_t top_k;            /**< plan: model.top_k, 0 = unknown */
+	uint64_t expert_bytes;     /**< plan: hbm.routed_bytes / (slots_per_gpu * model.moe_layers),
+					0 = unknown */
 };
 
 /** Read what a re-plan needs to know about the map file at path besides
- * the map itself (mp_load_map reads that). For a file that is not a
- * moeplan plan everything stays zero/false. Returns 0, MP_EIO or
+ * the map itself (mp_load_map reads that): its kind and, for a full plan,
+ * the figures above (zero when absent). Returns 0, MP_EIO or
  * MP_EINVAL (not YAML/JSON). Implemented in src/loader-replan.c (YAML). */
 int mp_replan_read_plan_info(const char *path, const char *phase,
 			     struct mp_replan_plan_info *out, struct mp_diags *diags);

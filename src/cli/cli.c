@@ -29,6 +29,10 @@ void cli_print_help(const struct cli_command_help *help, FILE *out)
 			}
 			fprintf(out, "  %-30s %s\n", left, help->help[i].text);
 		}
+		/* Handled by main for every command. */
+		fprintf(out, "  %-30s %s\n  %-30s %s\n", "-q, --quiet",
+			"no progress line on stderr (default: one when stderr is a terminal)",
+			"    --version", "print the version and exit");
 	}
 	if (help->examples) {
 		fprintf(out, "\nExamples:\n%s", help->examples);

@@ -195,5 +195,14 @@ int cmd_comm(int argc, char **argv);
 extern const struct cli_command_help cmd_roofline_help;
 extern const struct cli_command_help cmd_fit_help;
 extern const struct cli_command_help cmd_comm_help;
+int cmd_replan(int argc, char **argv);
+extern const struct cli_command_help cmd_replan_help;
+struct mp_placement;
+/** Check an --export value ("sglang" or "vllm"); a usage error otherwise. */
+bool cli_parse_export(const char *cmd, const char *text);
+/** Write a placement's map in an engine's format (cli_parse_export'ed name)
+ * to path (NULL or "-" = stdout) and print the matching engine flags on
+ * stderr unless --quiet; an exit status. In cmd-replan.c. */
+int cli_export_map(const struct mp_placement *placement, const char *format, const char *path);
 
 #endif

@@ -46,7 +46,7 @@ static const struct cli_option_help fit_help[] = {
 	{"T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)"},
 	{"S", "routed slots per layer (default: E + 32 rounded up to a multiple of N)"},
 	{"S", "the drafter's slots (default: its experts + 32, rounded up likewise)"},
-	{"T", "prefill: tokens per GPU per step (normal-mode buffers instead of low-latency)"},
+	{"T", "prefill: tokens per GPU per step, normal-mode buffers (default: none, decode)"},
 	{"BYTES", "runtime reserve, e.g. '3.9 GB' (default 3.9 GB: CUDA context, NCCL, slack)"},
 	{"MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout"},
 	{"T", "tokens per rank the buffers are sized for (default: the step's tokens per GPU)"},

@@ -16,6 +16,8 @@
 enum {
 	OPT_SVG = 256,
 	OPT_REPORT,
+	OPT_EXPORT,
+	OPT_EXPORT_OUTPUT,
 };
 
 static const struct option plan_options[] = {
@@ -26,6 +28,8 @@ static const struct option plan_options[] = {
 	{"verbose", no_argument, NULL, 'v'},
 	{"svg", required_argument, NULL, OPT_SVG},
 	{"report", required_argument, NULL, OPT_REPORT},
+	{"export", required_argument, NULL, OPT_EXPORT},
+	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -40,6 +44,9 @@ static const struct cli_option_help plan_help[] = {
 		 "                                 planned after) to FILE as SVG (default: none)"},
 	{"FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
 		    "                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)"},
+	{"ENGINE", "write the decode map as sglang (--init-expert-location JSON) or vllm\n"
+		   "                                 (EPLB state maps) to -o instead of the plan, or to --export-output"},
+	{"FILE", "with --export: the engine map goes to FILE and the plan to -o"},
 	{NULL, "show this help"},
 };
 
@@ -93,6 +100,8 @@ int cmd_plan(int argc, char **argv)
 	const char *output = NULL;
 	const char *svg = NULL;
 	const char *report = NULL;
+	const char *export_format = NULL;
+	const char *export_output = NULL;
 	bool json = false;
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
@@ -130,6 +139,15 @@ int cmd_plan(int argc, char **argv)
 		case OPT_REPORT:
 			report = optarg;
 			break;
+		case OPT_EXPORT:
+			if (!cli_parse_export("plan", optarg)) {
+				return EXIT_USAGE;
+			}
+			export_format = optarg;
+			break;
+		case OPT_EXPORT_OUTPUT:
+			export_output = optarg;
+			break;
 		case 'h':
 			cli_print_help(&cmd_plan_help, stdout);
 			return EXIT_OK;
@@ -147,6 +165,12 @@ int cmd_plan(int argc, char **argv)
 	}
 	if (cli_same_file(svg, path) || cli_same_file(report, path)) {
 		return cli_usage("plan", "--svg/--report name the scenario itself; refusing to overwrite an input");
+	}
+	if (export_output && !export_format) {
+		return cli_usage("plan", "--export-output needs --export sglang|vllm");
+	}
+	if (cli_same_file(export_output, path)) {
+		return cli_usage("plan", "--export-output names the scenario itself; refusing to overwrite an input");
 	}
 	if (report && strcmp(report, "-") == 0) {
 		return cli_usage("plan", "--report needs a file name: its pictures are written next to it");
@@ -197,7 +221,14 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 	doc = mp_plan_to_doc(&plan, &scenario);
-	status = cli_emit(doc, output, json);
+	if (export_format && !export_output) {
+		status = cli_export_map(&plan.decode.placement, export_format, output);
+	} else {
+		status = cli_emit(doc, output, json);
+		if (status == EXIT_OK && export_format) {
+			status = cli_export_map(&plan.decode.placement, export_format, export_output);
+		}
+	}
 out:
 	cli_print_diags(&diags);
 	if (rc && diags.count == 0) {

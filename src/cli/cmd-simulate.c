@@ -30,10 +30,10 @@ static const struct option simulate_options[] = {
 };
 
 static const struct cli_option_help simulate_help[] = {
-	{"PLAN", "slot->expert map: plan, placement, SGLang, vLLM"},
+	{"PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: round-robin)"},
 	{"PHASE", "phase of a full plan: decode (default), prefill"},
-	{"MODEL", "model file: experts and top-k"},
-	{"N", "EP width; with --plan, GPUs of a bare map"},
+	{"MODEL", "model file: experts and top-k (default: none)"},
+	{"N", "EP width; with --plan, GPUs of a bare map (required without --plan)"},
 	{"S", "slots per GPU without a plan (default E/N, up)"},
 	{"LOADS", "popularity per layer (default uniform)"},
 	{"K", "experts per token (default: the model's)"},

@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{"roofline", "the routed experts' roofline: tokens per expert, intensity, ridge, time", cmd_roofline, &cmd_roofline_help},
 	{"fit", "HBM per GPU: weights, KV cache, buffers; does a batch fit", cmd_fit, &cmd_fit_help},
 	{"comm", "dispatch/combine bytes per MoE layer on NVLink and network", cmd_comm, &cmd_comm_help},
+	{"replan", "re-plan a running placement for observed loads with few expert moves", cmd_replan, &cmd_replan_help},
 };
 
 static const size_t n_commands = sizeof(commands) / sizeof(commands[0]);

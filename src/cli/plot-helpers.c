@@ -15,8 +15,8 @@
 
 static int save_error(const char *path, int rc)
 {
-	cli_error("%s: cannot draw the picture: %s", strcmp(path, "-") ? path : "stdout",
-		  mp_strerror(rc));
+	cli_error("%s: cannot %s: %s", strcmp(path, "-") ? path : "stdout",
+		  rc == MP_EIO ? "write" : "draw the picture", mp_strerror(rc));
 	return EXIT_INPUT;
 }
 

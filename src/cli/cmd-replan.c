@@ -1,0 +1,726 @@
+/* moeplan replan: re-plan a running placement from observed loads with a
+ * move budget or a move cost; the Pareto front of moves against balance;
+ * engine exports. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/export.h"
+#include "moeplan/loader.h"
+#include "moeplan/plan.h"
+#include "moeplan/plots.h"
+#include "moeplan/replan.h"
+#include "moeplan/roofline.h"
+#include "moeplan/simulate.h"
+
+static const struct option replan_options[] = {
+	{"plan", required_argument, NULL, 'p'},
+	{"loads", required_argument, NULL, 'l'},
+	{"gpus", required_argument, NULL, 'g'},
+	{"phase", required_argument, NULL, 'P'},
+	{"max-moves", required_argument, NULL, 'm'},
+	{"move-cost", required_argument, NULL, 'c'},
+	{"horizon", required_argument, NULL, 'H'},
+	{"layer-time", required_argument, NULL, 'T'},
+	{"min-gain", required_argument, NULL, 'G'},
+	{"model", required_argument, NULL, 'M'},
+	{"hardware", required_argument, NULL, 'W'},
+	{"expert-bytes", required_argument, NULL, 'B'},
+	{"link-bandwidth", required_argument, NULL, 'L'},
+	{"slot-counts", no_argument, NULL, 's'},
+	{"pareto", no_argument, NULL, 'x'},
+	{"svg", required_argument, NULL, 'S'},
+	{"export", required_argument, NULL, 'e'},
+	{"export-output", required_argument, NULL, 'E'},
+	{"time-limit", required_argument, NULL, 't'},
+	{"threads", required_argument, NULL, 'j'},
+	{"no-mip", no_argument, NULL, 'n'},
+	{"output", required_argument, NULL, 'o'},
+	{"format", required_argument, NULL, 'f'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static const struct cli_option_help replan_help[] = {
+	{"CURRENT", "the running placement: a moeplan plan or placement, SGLang's or vLLM's "
+		    "physical_to_logical_map JSON, or a [layers][slots] list (required)"},
+	{"OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang logical_count), or "
+		     "[layers][slots] per physical slot (required)"},
+	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare list)"},
+	{"PHASE", "phase of a full plan to re-plan: decode (default) or prefill"},
+	{"M", "at most M moves over all layers, or a percentage of all slots (layers x slots), "
+	      "e.g. 25% (default: no limit)"},
+	{"COST", "instead of a budget, price each move: seconds ('2 ms'; a plain number is "
+		 "seconds) or bytes ('44 MB', sent at the link bandwidth)"},
+	{"STEPS", "with --move-cost: steps the new plan runs before the next re-plan "
+		  "(default 1000)"},
+	{"SECONDS", "with --move-cost: routed-expert time of one MoE layer per step at perfect "
+		    "balance (default: the plan's expert_time_s)"},
+	{"FRACTION", "keep the current plan when the predicted gain in the sum of busiest-GPU "
+		     "loads is below FRACTION, 0 to <1 (default 0)"},
+	{"MODEL", "model file: bytes per expert copy"},
+	{"HARDWARE", "hardware file: scale-up bandwidth per GPU"},
+	{"BYTES", "bytes per expert copy (default: the model's, the plan's HBM audit, else "
+		  "44050944 B, one DeepSeek-V3 FP8 expert)"},
+	{"BW", "scale-up bandwidth per GPU and direction (default: the hardware's, else "
+	       "450 GB/s, NVLink 4 on H100)"},
+	{NULL, "OBSERVED counts physical slots: fold them to experts through CURRENT "
+	       "(automatic when its width is the slot count and not the expert count)"},
+	{NULL, "print the best busiest-GPU load for 0, 1, 2, ... moves per layer and in total "
+	       "instead of a plan"},
+	{"FILE", "with --pareto: draw the total front as SVG"},
+	{"ENGINE", "write the new map as sglang (--init-expert-location JSON) or vllm "
+		   "(EPLB state maps) to -o, or to --export-output"},
+	{"FILE", "with --export: the engine map goes here and the plan to -o"},
+	{"SECONDS", "time limit per layer for the from-scratch solver and the MIP (default 2)"},
+	{"N", "solver threads over layers (default: number of CPUs)"},
+	{NULL, "skip the GLPK MIP (local search and the from-scratch plan only)"},
+	{"FILE", "write the output to FILE atomically ('-' = stdout, the default)"},
+	{"FMT", "yaml (default) or json"},
+	{NULL, "show GLPK's own log on stderr"},
+	{NULL, "show this help"},
+};
+
+const struct cli_command_help cmd_replan_help = {
+	.name = "replan",
+	.synopsis = "moeplan replan --plan CURRENT --loads OBSERVED [--max-moves M | --move-cost COST]\n"
+		    "                      [--min-gain FRACTION] [-o NEW] [--format yaml|json] [options]",
+	.description =
+		"Re-plans a running expert placement for observed loads, moving as few experts as\n"
+		"the balance gained is worth. A move is a slot whose expert changes (its weights\n"
+		"are copied over the scale-up link); experts that stay on a GPU keep their slots.\n"
+		"With --max-moves, minimises the sum over MoE layers of the busiest GPU's load with\n"
+		"at most M moves in all; with --move-cost, minimises the predicted routed-expert\n"
+		"time over --horizon steps plus the time spent moving. Method: a move-limited local\n"
+		"search from the current map (slot re-assignments and swaps), the from-scratch\n"
+		"plan relabelled to keep experts in place (and its lower bound, valid for any\n"
+		"budget), the budget split over layers by dynamic programming, and a GLPK MIP with\n"
+		"the move budget on small layers. Writes the new plan in the input's own format\n"
+		"(a full plan keeps everything and gets the phase's placement replaced and a\n"
+		"`replan` record), and prints per layer the moves (GPU, slot, old -> new expert,\n"
+		"bytes), the busiest-GPU load before and after, the bound, the total bytes and the\n"
+		"estimated transfer time (stderr when the output is stdout).",
+	.options = replan_options,
+	.help = replan_help,
+	.examples =
+		"  moeplan replan --plan plan.yaml --loads window.csv --max-moves 25% -o new.yaml\n"
+		"  moeplan replan --plan map.json --gpus 8 --loads counts.json --pareto --svg front.svg\n",
+};
+
+struct replan_args {
+	const char *plan;
+	const char *loads;
+	const char *phase;
+	const char *max_moves;
+	const char *move_cost;
+	const char *model;
+	const char *hardware;
+	const char *svg;
+	const char *export_output;
+	const char *output;
+	uint32_t gpus;
+	bool slot_counts;
+	bool pareto;
+	bool have_export;
+	enum mp_export_format export_format;
+	bool json;
+	bool have_expert_bytes;
+	double expert_bytes;
+	bool have_link_bw;
+	double link_bw;
+	bool have_layer_time;
+	struct mp_replan_options opts;
+};
+
+static int parse_args(int argc, char **argv, struct replan_args *a)
+{
+	char shorts[96];
+	cli_short_options(replan_options, shorts, sizeof(shorts));
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, replan_options, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			a->plan = optarg;
+			break;
+		case 'l':
+			a->loads = optarg;
+			break;
+		case 'g':
+			if (!cli_parse_u32("replan", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'P':
+			if (strcmp(optarg, "decode") != 0 && strcmp(optarg, "prefill") != 0) {
+				return cli_usage("replan", "--phase '%s': expected 'decode' or 'prefill'", optarg);
+			}
+			a->phase = optarg;
+			break;
+		case 'm':
+			a->max_moves = optarg;
+			break;
+		case 'c':
+			a->move_cost = optarg;
+			break;
+		case 'H':
+			if (!cli_parse_double("replan", "horizon", optarg, 1e-9, 1e15, &a->opts.horizon_steps)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'T':
+			if (!cli_parse_quantity("replan", "layer-time", optarg, "seconds", 1e-15, 1e6,
+						&a->opts.layer_time_s)) {
+				return EXIT_USAGE;
+			}
+			a->have_layer_time = true;
+			break;
+		case 'G':
+			if (!cli_parse_double("replan", "min-gain", optarg, 0, 0.999999, &a->opts.min_gain)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'M':
+			a->model = optarg;
+			break;
+		case 'W':
+			a->hardware = optarg;
+			break;
+		case 'B':
+			if (!cli_parse_quantity("replan", "expert-bytes", optarg, "bytes", 1, 1e15, &a->expert_bytes)) {
+				return EXIT_USAGE;
+			}
+			a->have_expert_bytes = true;
+			break;
+		case 'L':
+			if (!cli_parse_quantity("replan", "link-bandwidth", optarg, "bytes/s", 1, 1e18, &a->link_bw)) {
+				return EXIT_USAGE;
+			}
+			a->have_link_bw = true;
+			break;
+		case 's':
+			a->slot_counts = true;
+			break;
+		case 'x':
+			a->pareto = true;
+			break;
+		case 'S':
+			a->svg = optarg;
+			break;
+		case 'e':
+			if (mp_export_parse(optarg, &a->export_format) != 0) {
+				return cli_usage("replan", "--export '%s': expected 'sglang' or 'vllm'", optarg);
+			}
+			a->have_export = true;
+			break;
+		case 'E':
+			a->export_output = optarg;
+			break;
+		case 't':
+			if (!cli_parse_double("replan", "time-limit", optarg, 0.001, 1e6, &a->opts.time_limit_s)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			if (!cli_parse_u32("replan", "threads", optarg, 1, 1024, &a->opts.threads)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			a->opts.mip = false;
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'f':
+			if (!cli_parse_format("replan", optarg, &a->json)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'v':
+			a->opts.verbose = true;
+			break;
+		case 'h':
+			cli_print_help(&cmd_replan_help, stdout);
+			return -1;
+		default:
+			fprintf(stderr, "Try 'moeplan replan --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		return cli_usage("replan", "unexpected argument '%s' (CURRENT and OBSERVED go with "
+				 "--plan and --loads)", argv[optind]);
+	}
+	if (!a->plan || !a->loads) {
+		return cli_usage("replan", "--plan CURRENT and --loads OBSERVED are required");
+	}
+	if (a->max_moves && a->move_cost) {
+		return cli_usage("replan", "--max-moves and --move-cost are two objectives: give one");
+	}
+	if (a->pareto && (a->max_moves || a->move_cost || a->have_export)) {
+		return cli_usage("replan", "--pareto prints the whole front: it takes no --max-moves, "
+				 "--move-cost or --export");
+	}
+	if (a->svg && !a->pareto) {
+		return cli_usage("replan", "--svg draws the Pareto front: give --pareto too");
+	}
+	if (a->export_output && !a->have_export) {
+		return cli_usage("replan", "--export-output needs --export sglang|vllm");
+	}
+	const char *outs[] = {a->output, a->export_output, a->svg};
+	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
+		if (cli_same_file(outs[i], a->plan) || cli_same_file(outs[i], a->loads)) {
+			return cli_usage("replan", "'%s' is an input; refusing to overwrite it", outs[i]);
+		}
+	}
+	return 0;
+}
+
+bool cli_parse_export(const char *cmd, const char *text)
+{
+	enum mp_export_format f;
+	if (mp_export_parse(text, &f) != 0) {
+		cli_usage(cmd, "--export '%s': expected 'sglang' or 'vllm'", text);
+		return false;
+	}
+	return true;
+}
+
+int cli_export_map(const struct mp_placement *placement, const char *format, const char *path)
+{
+	enum mp_export_format f = MP_EXPORT_SGLANG;
+	if (mp_export_parse(format, &f) != 0) {
+		return EXIT_USAGE;
+	}
+	const char *where = path && strcmp(path, "-") != 0 ? path : NULL;
+	int rc = mp_export_save(placement, f, where ? where : "-");
+	if (rc) {
+		cli_error("%s: cannot write the %s map: %s", where ? where : "stdout", mp_export_name(f),
+			  mp_strerror(rc));
+		return EXIT_INPUT;
+	}
+	if (!cli_quiet) {
+		char flags[256];
+		mp_export_flags(placement, f, where, flags, sizeof(flags));
+		fprintf(stderr, "%s flags: %s\n", mp_export_name(f), flags);
+	}
+	return EXIT_OK;
+}
+
+/* "--max-moves 37" or "25%" (of all slots of all layers). */
+static bool resolve_budget(const char *text, uint64_t all_slots, uint64_t *out)
+{
+	size_t n = strlen(text);
+	char *end = NULL;
+	errno = 0;
+	if (n > 1 && text[n - 1] == '%') {
+		double pct = strtod(text, &end);
+		if (errno || end != text + n - 1 || !isfinite(pct) || pct < 0 || pct > 100) {
+			return false;
+		}
+		*out = (uint64_t)llround(pct / 100.0 * (double)all_slots);
+		return true;
+	}
+	if (strchr(text, '-')) {
+		return false;
+	}
+	unsigned long long v = strtoull(text, &end, 10);
+	if (errno || end == text || *end) {
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+/* The report stream: stderr when the output document goes to stdout. */
+static FILE *report_stream(const struct replan_args *a)
+{
+	bool to_stdout = !a->output || strcmp(a->output, "-") == 0;
+	return to_stdout ? stderr : stdout;
+}
+
+static void print_report(FILE *f, const struct replan_args *a, const struct mp_replan *r,
+			 const struct mp_placement *cur)
+{
+	char b1[32];
+	char b2[32];
+	uint32_t N = cur->gpus * cur->slots_per_gpu;
+	fprintf(f, "re-plan of %s (%u layers, %u GPUs x %u slots, %u experts) for %s\n", a->plan,
+		cur->n_layers, cur->gpus, cur->slots_per_gpu, cur->n_experts, a->loads);
+	if (a->opts.cost_mode) {
+		fprintf(f, "objective: expert time over %g steps at %g s per layer, plus %g s per move\n",
+			a->opts.horizon_steps, a->opts.layer_time_s, a->opts.move_cost_s);
+	} else if (a->opts.max_moves == MP_REPLAN_UNLIMITED) {
+		fprintf(f, "objective: sum of busiest-GPU loads, no move limit\n");
+	} else {
+		fprintf(f, "objective: sum of busiest-GPU loads, at most %llu moves (%.1f%% of %llu slots)\n",
+			(unsigned long long)a->opts.max_moves,
+			100.0 * (double)a->opts.max_moves / ((double)N * cur->n_layers),
+			(unsigned long long)N * cur->n_layers);
+	}
+	fprintf(f, "%6s %6s %10s %12s %12s %12s %7s %12s  %s\n", "layer", "moves", "bytes",
+		"max before", "max after", "from scratch", "(moves)", "bound", "status");
+	for (uint32_t l = 0; l < cur->n_layers; l++) {
+		const struct mp_replan_layer *rl = &r->layers[l];
+		cli_si((double)rl->bytes, "B", b1, sizeof(b1));
+		fprintf(f, "%6u %6u %10s %12.6g %12.6g %12.6g %7u %12.6g  %s\n", l, rl->moves, b1,
+			rl->max_before, rl->max_after, rl->scratch_max, rl->scratch_moves, rl->lower_bound,
+			mp_place_status_name(rl->status));
+	}
+	cli_si((double)r->total_bytes, "B", b1, sizeof(b1));
+	cli_si(r->link_bw_bytes_per_s, "B/s", b2, sizeof(b2));
+	fprintf(f, "total: %zu moves, %s (%llu B per expert), estimated transfer %.3g s at %s per GPU\n",
+		r->n_moves, b1, (unsigned long long)r->expert_bytes, r->transfer_s, b2);
+	fprintf(f, "sum of busiest-GPU loads: %.6g -> %.6g (from scratch %.6g, bound %.6g): "
+		"gain %.2f%%, %.1f%% of the from-scratch improvement\n",
+		r->sum_before, r->sum_after, r->sum_scratch, r->sum_bound, 100.0 * r->gain,
+		100.0 * r->recovered);
+	if (r->kept) {
+		fprintf(f, "predicted gain %.2f%% is below --min-gain %.2f%%: keeping the current plan\n",
+			100.0 * r->kept_gain, 100.0 * a->opts.min_gain);
+	}
+	if (r->n_moves == 0) {
+		return;
+	}
+	if (r->n_moves > 64) {
+		fprintf(f, "moves: see replan.layers[].moved in the output\n");
+		return;
+	}
+	cli_si((double)r->expert_bytes, "B", b1, sizeof(b1));
+	for (size_t i = 0; i < r->n_moves; i++) {
+		const struct mp_replan_move *m = &r->moves[i];
+		fprintf(f, "  layer %u: GPU %u slot %u: expert %u -> %u (%s from GPU %u)\n", m->layer, m->gpu,
+			m->slot, m->old_expert, m->new_expert, b1, m->source_gpu);
+	}
+}
+
+static void print_pareto(FILE *f, const struct mp_replan *r)
+{
+	size_t K = r->total_curve_len ? r->total_curve_len - 1 : 0;
+	fprintf(f, "best sum of busiest-GPU loads by moves (from scratch: %zu moves, %.6g; bound %.6g)\n",
+		K, r->sum_scratch, r->sum_bound);
+	size_t marks[] = {0, K / 16, K / 8, K / 4, K / 2, (3 * K) / 4, K};
+	size_t last = SIZE_MAX;
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++) {
+		size_t k = marks[i];
+		if (k == last || k >= r->total_curve_len) {
+			continue;
+		}
+		last = k;
+		fprintf(f, "  %6zu moves: %.6g\n", k, r->total_curve[k]);
+	}
+}
+
+static int write_pareto_svg(const char *path, const struct mp_replan *r)
+{
+	size_t cap = r->total_curve_len ? r->total_curve_len : 1;
+	double *x = malloc(sizeof(*x) * cap);
+	double *y = malloc(sizeof(*y) * cap);
+	if (!x || !y) {
+		free(x);
+		free(y);
+		return MP_ENOMEM;
+	}
+	/* the points where the best load changes (a step line holds between) */
+	size_t n = 0;
+	for (size_t k = 0; k < r->total_curve_len; k++) {
+		if (k == 0 || k + 1 == r->total_curve_len || r->total_curve[k] < r->total_curve[k - 1]) {
+			x[n] = (double)k;
+			y[n] = r->total_curve[k];
+			n++;
+		}
+	}
+	struct mp_plot_series s = {
+		.label = "re-plan: best found (local search; from-scratch plan at the end)",
+		.x = x,
+		.y = y,
+		.n = n,
+	};
+	struct mp_plot_pareto plot;
+	mp_plot_pareto_init(&plot);
+	plot.title = "Busiest-GPU load (sum over MoE layers) against expert moves";
+	plot.y_label = "sum over layers of the busiest GPU's load";
+	plot.series = &s;
+	plot.n_series = 1;
+	plot.lower_bound = r->sum_bound;
+	plot.lower_bound_label = "lower bound (any plan)";
+	int rc = mp_plot_pareto_save(&plot, path);
+	free(x);
+	free(y);
+	return rc;
+}
+
+/* The new map in the input's own format (or the engine's with --export). */
+static int build_output(const struct replan_args *a, const struct mp_replan_plan_info *info,
+			const struct mp_replan *r, const struct mp_loads *loads,
+			struct mp_doc *record, struct mp_doc **out, struct mp_diags *diags)
+{
+	const struct mp_placement *p = &r->after;
+	switch (info->kind) {
+	case MP_REPLAN_SOURCE_PLAN: {
+		struct mp_doc *placement = mp_placement_to_doc(p, NULL);
+		struct mp_doc *factor = NULL;
+		struct mp_doc *time = NULL;
+		if (info->tokens_per_gpu > 0 && info->top_k > 0) {
+			double f = 1.0;
+			uint32_t tokens = info->tokens_per_gpu > 1 ? (uint32_t)lround(info->tokens_per_gpu) : 1;
+			/* as `moeplan plan` does: 200 samples, seed 1 */
+			int rc = mp_simulate_factor(p, loads, tokens, info->top_k, 200, 1, &f);
+			if (rc == 0) {
+				factor = mp_doc_real(f);
+				if (info->expert_time_s > 0) {
+					time = mp_doc_real(info->expert_time_s * f);
+				}
+			}
+		}
+		struct mp_replan_edit edits[] = {
+			{"busiest_gpu_factor", factor},
+			{"predicted_expert_time_s", time},
+			{"placement", placement},
+			{"replan", record},
+		};
+		int rc = mp_replan_splice_plan(a->plan, a->phase, edits, sizeof(edits) / sizeof(edits[0]),
+					       out, diags);
+		mp_doc_destroy(placement);
+		mp_doc_destroy(factor);
+		mp_doc_destroy(time);
+		return rc;
+	}
+	case MP_REPLAN_SOURCE_WRAPPED: {
+		struct mp_doc *d = mp_doc_map();
+		mp_doc_put(d, "placement", mp_placement_to_doc(p, NULL));
+		mp_doc_put(d, "replan", mp_doc_clone(record));
+		*out = d;
+		return mp_doc_failed(d) ? MP_ENOMEM : 0;
+	}
+	case MP_REPLAN_SOURCE_PLACEMENT: {
+		struct mp_doc *d = mp_placement_to_doc(p, NULL);
+		mp_doc_put(d, "replan", mp_doc_clone(record));
+		*out = d;
+		return mp_doc_failed(d) ? MP_ENOMEM : 0;
+	}
+	case MP_REPLAN_SOURCE_SGLANG:
+	case MP_REPLAN_SOURCE_VLLM:
+		*out = mp_export_doc(p, info->kind == MP_REPLAN_SOURCE_VLLM ? MP_EXPORT_VLLM : MP_EXPORT_SGLANG);
+		return *out ? 0 : MP_ENOMEM;
+	case MP_REPLAN_SOURCE_LIST: {
+		struct mp_doc *d = mp_doc_list();
+		uint32_t N = p->gpus * p->slots_per_gpu;
+		for (uint32_t l = 0; l < p->n_layers; l++) {
+			mp_doc_put(d, NULL, mp_doc_uints(p->layers[l].slot_expert, N));
+		}
+		*out = d;
+		return mp_doc_failed(d) ? MP_ENOMEM : 0;
+	}
+	}
+	return MP_EINVAL;
+}
+
+/* Bytes per expert copy and link bandwidth: options, then model/hardware,
+ * then the plan, then the defaults. */
+static int resolve_transfer(struct replan_args *a, const struct mp_replan_plan_info *info)
+{
+	int status = EXIT_OK;
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	struct mp_model model;
+	mp_model_init(&model);
+	struct mp_hardware hw;
+	mp_hardware_init(&hw);
+	if (a->have_expert_bytes) {
+		a->opts.expert_bytes = (uint64_t)llround(a->expert_bytes);
+	} else if (a->model) {
+		if (mp_load_model(a->model, &model, &diags) != 0) {
+			status = EXIT_INPUT;
+			goto out;
+		}
+		struct mp_expert_cost cost;
+		mp_roofline_expert(&model, &cost);
+		if (cost.weight_bytes >= 1) {
+			a->opts.expert_bytes = (uint64_t)llround(cost.weight_bytes);
+		}
+	} else if (info->expert_bytes > 0) {
+		a->opts.expert_bytes = info->expert_bytes;
+	}
+	if (a->have_link_bw) {
+		a->opts.link_bw_bytes_per_s = a->link_bw;
+	} else if (a->hardware) {
+		if (mp_load_hardware(a->hardware, &hw, &diags) != 0) {
+			status = EXIT_INPUT;
+			goto out;
+		}
+		if (hw.scale_up_bw_bytes_per_s > 0) {
+			a->opts.link_bw_bytes_per_s = hw.scale_up_bw_bytes_per_s;
+		}
+	}
+out:
+	cli_print_diags(&diags);
+	mp_diags_finish(&diags);
+	mp_model_finish(&model);
+	mp_hardware_finish(&hw);
+	return status;
+}
+
+static int resolve_cost(struct replan_args *a, const struct mp_replan_plan_info *info)
+{
+	if (!a->move_cost) {
+		return EXIT_OK;
+	}
+	double v = 0;
+	if (mp_parse_quantity(a->move_cost, "seconds", &v) == 0) {
+		a->opts.move_cost_s = v;
+	} else if (mp_parse_quantity(a->move_cost, "bytes", &v) == 0) {
+		a->opts.move_cost_s = v / a->opts.link_bw_bytes_per_s;
+	} else {
+		return cli_usage("replan", "--move-cost '%s': expected seconds ('2 ms', a plain number is "
+				 "seconds) or bytes ('44 MB')", a->move_cost);
+	}
+	if (!(a->opts.move_cost_s >= 0) || !isfinite(a->opts.move_cost_s)) {
+		return cli_usage("replan", "--move-cost '%s': expected a value >= 0", a->move_cost);
+	}
+	if (!a->have_layer_time) {
+		if (info->expert_time_s <= 0) {
+			return cli_usage("replan", "--move-cost needs --layer-time SECONDS (the plan does not "
+					 "give the phase's expert_time_s)");
+		}
+		a->opts.layer_time_s = info->expert_time_s;
+	}
+	a->opts.cost_mode = true;
+	return EXIT_OK;
+}
+
+int cmd_replan(int argc, char **argv)
+{
+	struct replan_args a = {0};
+	mp_replan_options_init(&a.opts);
+	int status = parse_args(argc, argv, &a);
+	if (status != 0) {
+		return status < 0 ? EXIT_OK : status;
+	}
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	struct mp_placement cur;
+	mp_placement_init(&cur);
+	struct mp_loads raw;
+	mp_loads_init(&raw);
+	struct mp_loads loads;
+	mp_loads_init(&loads);
+	struct mp_replan r;
+	mp_replan_init(&r);
+	struct mp_replan_plan_info info = {0};
+	struct mp_doc *record = NULL;
+	struct mp_doc *doc = NULL;
+	status = EXIT_INPUT;
+
+	int rc = mp_load_map(a.plan, a.phase, a.gpus, &cur, &diags);
+	if (rc == 0) {
+		rc = mp_replan_read_plan_info(a.plan, a.phase, &info, &diags);
+	}
+	if (rc == 0) {
+		rc = mp_load_loads(a.loads, &raw, &diags);
+	}
+	if (rc) {
+		goto out;
+	}
+	uint32_t N = cur.gpus * cur.slots_per_gpu;
+	bool fold = a.slot_counts || (raw.n_experts == N && N != cur.n_experts);
+	if (fold) {
+		rc = mp_replan_fold_slot_counts(&cur, &raw, &loads, &diags);
+	} else if (raw.n_experts != cur.n_experts || raw.n_layers != cur.n_layers) {
+		rc = mp_diags_add(&diags, a.loads, 0, 0, MP_EINVAL,
+				  "%u layers x %u columns, but %s has %u layers x %u experts (%u slots)",
+				  raw.n_layers, raw.n_experts, a.plan, cur.n_layers, cur.n_experts, N);
+	} else {
+		loads = raw;
+		mp_loads_init(&raw);
+	}
+	if (rc) {
+		goto out;
+	}
+	status = resolve_transfer(&a, &info);
+	if (status != EXIT_OK) {
+		goto out;
+	}
+	status = resolve_cost(&a, &info);
+	if (status != EXIT_OK) {
+		goto out;
+	}
+	status = EXIT_INPUT;
+	if (a.max_moves) {
+		uint64_t all = (uint64_t)N * cur.n_layers;
+		if (!resolve_budget(a.max_moves, all, &a.opts.max_moves)) {
+			status = cli_usage("replan", "--max-moves '%s': expected a whole number >= 0 or a "
+					   "percentage of the %llu slots, e.g. 25%%", a.max_moves,
+					   (unsigned long long)all);
+			goto out;
+		}
+	}
+	rc = mp_replan_run(&cur, &loads, &a.opts, &r, &diags);
+	if (rc) {
+		goto out;
+	}
+	FILE *rep = report_stream(&a);
+	if (a.pareto) {
+		doc = mp_doc_map();
+		mp_doc_put(doc, "pareto", mp_replan_pareto_doc(&r, NULL));
+		if (!cli_quiet) {
+			print_pareto(rep, &r);
+		}
+		if (a.svg) {
+			rc = write_pareto_svg(a.svg, &r);
+			if (rc) {
+				cli_error("%s: cannot write: %s", a.svg, mp_strerror(rc));
+				goto out;
+			}
+		}
+		status = cli_emit(doc, a.output, a.json);
+		goto out;
+	}
+	record = mp_replan_to_doc(&r, &a.opts, NULL);
+	if (a.have_export && !a.export_output) {
+		/* the engine map is the output */
+		status = cli_export_map(&r.after, mp_export_name(a.export_format), a.output);
+		if (status != EXIT_OK) {
+			goto out;
+		}
+	} else {
+		rc = build_output(&a, &info, &r, &loads, record, &doc, &diags);
+		if (rc) {
+			goto out;
+		}
+		/* engine maps stay JSON: SGLang reads .json */
+		bool engine = info.kind == MP_REPLAN_SOURCE_SGLANG || info.kind == MP_REPLAN_SOURCE_VLLM;
+		status = cli_emit(doc, a.output, a.json || engine);
+		if (status != EXIT_OK) {
+			goto out;
+		}
+		if (a.have_export) {
+			status = cli_export_map(&r.after, mp_export_name(a.export_format), a.export_output);
+			if (status != EXIT_OK) {
+				goto out;
+			}
+		}
+	}
+	if (!cli_quiet) {
+		print_report(rep, &a, &r, &cur);
+	}
+	status = EXIT_OK;
+out:
+	cli_print_diags(&diags);
+	if (rc && diags.count == 0 && status == EXIT_INPUT) {
+		cli_error("%s: %s", a.plan, mp_strerror(rc));
+	}
+	mp_doc_destroy(record);
+	mp_doc_destroy(doc);
+	mp_replan_finish(&r);
+	mp_loads_finish(&raw);
+	mp_loads_finish(&loads);
+	mp_placement_finish(&cur);
+	mp_diags_finish(&diags);
+	return status;
+}

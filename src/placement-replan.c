@@ -1,0 +1,1920 @@
+/* Re-planning (moeplan/replan.h): the move-limited local search, the
+ * relabelled from-scratch plan, the budget split over layers and the GLPK
+ * MIP with a move budget.
+ *
+ * GLPK MIP of one layer (variable replica counts, even split):
+ *   z[e][g][r] = 1: expert e has r replicas and one of them is on GPU g
+ *   y[e][r]    = 1: expert e has r replicas           (r = 1 .. R)
+ *   min T                      (budget)   or   a T - b sum kept   (cost)
+ *   sum_r y[e][r] = 1                               every expert placed
+ *   sum_g z[e][g][r] = r y[e][r]                    r replicas when r chosen
+ *   sum_{e,r} z[e][g][r] = S                        S slots per GPU
+ *   sum_r z[e][g][r] <= 1                           one replica per GPU
+ *   sum_{e,r} (w_e / r) z[e][g][r] <= T             busiest GPU
+ *   kept = sum_g sum_{e on g before} sum_r z[e][g][r] >= N - M   (budget)
+ *   lb <= T <= incumbent                            (budget)
+ * A GPU's moves are S minus the experts it keeps, so N - kept is the
+ * layer's moves (the slots of kept experts do not change).
+ */
+#include "moeplan/replan.h"
+
+#include <glpk.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Largest MIP handed to GLPK (columns); beyond it the LP alone takes
+ * seconds and the search rarely improves on the local search. */
+#define RP_MIP_MAX_COLS 20000u
+/* Relative tolerance: loads closer than this (times the mean) are equal. */
+#define RP_REL_TOL 1e-9
+/* Largest DP table (layers x total budget) for the budget split. */
+#define RP_DP_MAX_CELLS (1u << 26)
+/* Hungarian method up to this many GPUs; a greedy matching beyond. */
+#define RP_HUNGARIAN_MAX_GPUS 512u
+
+static const char M_NONE[] = "no moves: the current plan";
+static const char M_ZERO[] = "all loads are zero";
+static const char M_LS[] = "local search from the current plan";
+static const char M_LS_BOUND[] = "local search from the current plan, from-scratch bound met";
+static const char M_SCRATCH[] = "from-scratch plan, relabelled to keep experts in place";
+static const char M_SCRATCH_BOUND[] =
+	"from-scratch plan, relabelled to keep experts in place, bound met";
+static const char M_MIP_OPT[] = "glpk mip with the move budget, optimal";
+static const char M_MIP_IMPROVED_TL[] = "glpk mip with the move budget, improved, time limit";
+static const char M_MIP_TL[] = "local search; glpk mip with the move budget, time limit";
+static const char M_MIP_PROVED[] = "local search; glpk mip proved it optimal for the budget";
+static const char M_MIP_BIG[] = "local search; glpk skipped: layer too large for the mip";
+static const char M_KEPT[] = "kept: the gain was below --min-gain";
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ */
+/* One layer's instance and the search state.                          */
+
+struct rp {
+	uint32_t E, G, S, N;
+	const double *w;      /* [E] */
+	const uint32_t *orig; /* [N] the current map */
+	uint16_t *ocnt;       /* [G*E] copies of e on g in orig */
+	double tol;
+	double lb;            /* from-scratch lower bound */
+};
+
+struct rs {
+	uint32_t *slot;  /* [N] */
+	uint32_t *r;     /* [E] */
+	uint16_t *cnt;   /* [G*E] */
+	double *load;    /* [G] */
+	uint32_t *order; /* [G] GPUs by load, descending (ties: lower index first) */
+	uint32_t *next;  /* [N] next slot of the same expert, UINT32_MAX = end */
+	uint32_t *head;  /* [E] first slot of each expert */
+	uint32_t moves;
+	double max;
+};
+
+/* Scratch for candidate evaluation. */
+struct rw {
+	uint32_t *stamp;  /* [G] */
+	uint32_t mark;
+	double *delta;    /* [G] */
+	uint32_t *chg;    /* [G] changed GPUs */
+	uint32_t *estamp; /* [E] */
+	uint32_t emark;
+};
+
+static void rs_free(struct rs *st)
+{
+	free(st->slot);
+	free(st->r);
+	free(st->cnt);
+	free(st->load);
+	free(st->order);
+	free(st->next);
+	free(st->head);
+	memset(st, 0, sizeof(*st));
+}
+
+static int rs_alloc(struct rs *st, const struct rp *pr)
+{
+	memset(st, 0, sizeof(*st));
+	st->slot = calloc(pr->N, sizeof(*st->slot));
+	st->r = calloc(pr->E, sizeof(*st->r));
+	st->cnt = calloc((size_t)pr->G * pr->E, sizeof(*st->cnt));
+	st->load = calloc(pr->G, sizeof(*st->load));
+	st->order = calloc(pr->G, sizeof(*st->order));
+	st->next = calloc(pr->N, sizeof(*st->next));
+	st->head = calloc(pr->E, sizeof(*st->head));
+	if (!st->slot || !st->r || !st->cnt || !st->load || !st->order || !st->next || !st->head) {
+		rs_free(st);
+		return MP_ENOMEM;
+	}
+	return 0;
+}
+
+static inline uint16_t *cnt_at(uint16_t *c, const struct rp *pr, uint32_t g, uint32_t e)
+{
+	return &c[(size_t)g * pr->E + e];
+}
+
+static inline uint16_t cnt_get(const uint16_t *c, const struct rp *pr, uint32_t g, uint32_t e)
+{
+	return c[(size_t)g * pr->E + e];
+}
+
+static inline double share(const struct rp *pr, uint32_t e, uint32_t r)
+{
+	return r ? pr->w[e] / (double)r : 0.0;
+}
+
+static void rs_sort(struct rs *st, const struct rp *pr)
+{
+	/* insertion sort: G is small and the order changes little per step */
+	uint32_t G = pr->G;
+	for (uint32_t i = 1; i < G; i++) {
+		uint32_t g = st->order[i];
+		uint32_t j = i;
+		while (j > 0) {
+			uint32_t h = st->order[j - 1];
+			if (st->load[h] > st->load[g] || (st->load[h] == st->load[g] && h < g)) {
+				break;
+			}
+			st->order[j] = h;
+			j--;
+		}
+		st->order[j] = g;
+	}
+	st->max = G ? st->load[st->order[0]] : 0.0;
+}
+
+/* Loads from scratch (exact, no drift). */
+static void rs_eval(struct rs *st, const struct rp *pr)
+{
+	for (uint32_t g = 0; g < pr->G; g++) {
+		st->load[g] = 0;
+	}
+	for (uint32_t p = 0; p < pr->N; p++) {
+		uint32_t e = st->slot[p];
+		st->load[p / pr->S] += share(pr, e, st->r[e]);
+	}
+	rs_sort(st, pr);
+}
+
+static void rs_link(struct rs *st, uint32_t p, uint32_t e)
+{
+	st->next[p] = st->head[e];
+	st->head[e] = p;
+}
+
+static void rs_unlink(struct rs *st, uint32_t p, uint32_t e)
+{
+	uint32_t *at = &st->head[e];
+	while (*at != UINT32_MAX && *at != p) {
+		at = &st->next[*at];
+	}
+	if (*at == p) {
+		*at = st->next[p];
+	}
+	st->next[p] = UINT32_MAX;
+}
+
+/* Moves added when GPU g loses one copy of e and gains one of f (counts
+ * before the change): a kept copy lost costs one, a lost copy regained
+ * saves one. */
+static int move_delta(const struct rs *st, const struct rp *pr, uint32_t g, uint32_t e, uint32_t f)
+{
+	int d = 0;
+	if (cnt_get(st->cnt, pr, g, e) <= cnt_get(pr->ocnt, pr, g, e)) {
+		d++;
+	}
+	if (cnt_get(st->cnt, pr, g, f) < cnt_get(pr->ocnt, pr, g, f)) {
+		d--;
+	}
+	return d;
+}
+
+/* Set slot p to expert f (structure only; call rs_eval after). */
+static void rs_set(struct rs *st, const struct rp *pr, uint32_t p, uint32_t f)
+{
+	uint32_t e = st->slot[p];
+	uint32_t g = p / pr->S;
+	if (e == f) {
+		return;
+	}
+	int d = move_delta(st, pr, g, e, f);
+	st->moves = (uint32_t)((int64_t)st->moves + d);
+	rs_unlink(st, p, e);
+	rs_link(st, p, f);
+	st->r[e]--;
+	st->r[f]++;
+	(*cnt_at(st->cnt, pr, g, e))--;
+	(*cnt_at(st->cnt, pr, g, f))++;
+	st->slot[p] = f;
+}
+
+static void rs_load_map(struct rs *st, const struct rp *pr, const uint32_t *map)
+{
+	memset(st->r, 0, sizeof(*st->r) * pr->E);
+	memset(st->cnt, 0, sizeof(*st->cnt) * (size_t)pr->G * pr->E);
+	for (uint32_t e = 0; e < pr->E; e++) {
+		st->head[e] = UINT32_MAX;
+	}
+	for (uint32_t g = 0; g < pr->G; g++) {
+		st->order[g] = g;
+	}
+	for (uint32_t p = pr->N; p-- > 0;) {
+		uint32_t e = map[p];
+		st->slot[p] = e;
+		st->r[e]++;
+		(*cnt_at(st->cnt, pr, p / pr->S, e))++;
+		rs_link(st, p, e);
+	}
+	/* moves = N - sum over GPUs of the multiset overlap with orig */
+	uint64_t keep = 0;
+	for (uint32_t g = 0; g < pr->G; g++) {
+		for (uint32_t q = g * pr->S; q < (g + 1) * pr->S; q++) {
+			uint32_t e = pr->orig[q];
+			/* count each (g, e) once */
+			bool first = true;
+			for (uint32_t t = g * pr->S; t < q; t++) {
+				if (pr->orig[t] == e) {
+					first = false;
+					break;
+				}
+			}
+			if (first) {
+				uint16_t a = cnt_get(st->cnt, pr, g, e);
+				uint16_t b = cnt_get(pr->ocnt, pr, g, e);
+				keep += a < b ? a : b;
+			}
+		}
+	}
+	st->moves = (uint32_t)(pr->N - keep);
+	rs_eval(st, pr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Candidate evaluation.                                               */
+
+/* The two largest loads when the GPUs in w->chg take new loads
+ * (load + delta) and the others keep theirs. */
+static void top2(const struct rs *st, const struct rp *pr, const struct rw *w, uint32_t nchg,
+		 double *m1, double *m2)
+{
+	double a = -HUGE_VAL;
+	double b = -HUGE_VAL;
+	uint32_t found = 0;
+	for (uint32_t i = 0; i < pr->G && found < 2; i++) {
+		uint32_t g = st->order[i];
+		if (w->stamp[g] == w->mark) {
+			continue;
+		}
+		if (found == 0) {
+			a = st->load[g];
+		} else {
+			b = st->load[g];
+		}
+		found++;
+	}
+	for (uint32_t i = 0; i < nchg; i++) {
+		uint32_t g = w->chg[i];
+		double v = st->load[g] + w->delta[g];
+		if (v > a) {
+			b = a;
+			a = v;
+		} else if (v > b) {
+			b = v;
+		}
+	}
+	*m1 = a;
+	*m2 = b > -HUGE_VAL ? b : 0.0;
+}
+
+static inline void touch(struct rw *w, uint32_t g, uint32_t *nchg)
+{
+	if (w->stamp[g] != w->mark) {
+		w->stamp[g] = w->mark;
+		w->delta[g] = 0;
+		w->chg[(*nchg)++] = g;
+	}
+}
+
+static void next_mark(struct rw *w, uint32_t G)
+{
+	if (++w->mark == 0) {
+		memset(w->stamp, 0, sizeof(*w->stamp) * G);
+		w->mark = 1;
+	}
+}
+
+/* Slot p (GPU g, expert e, r_e >= 2) re-assigned to f (not on g). */
+static void eval_reassign(const struct rs *st, const struct rp *pr, struct rw *w, uint32_t p,
+			  uint32_t f, double *m1, double *m2)
+{
+	uint32_t g = p / pr->S;
+	uint32_t e = st->slot[p];
+	uint32_t re = st->r[e];
+	uint32_t rf = st->r[f];
+	next_mark(w, pr->G);
+	uint32_t nchg = 0;
+	double de = share(pr, e, re - 1) - share(pr, e, re);
+	for (uint32_t q = st->head[e]; q != UINT32_MAX; q = st->next[q]) {
+		uint32_t h = q / pr->S;
+		touch(w, h, &nchg);
+		w->delta[h] += q == p ? -share(pr, e, re) : de;
+	}
+	double df = share(pr, f, rf + 1) - share(pr, f, rf);
+	for (uint32_t q = st->head[f]; q != UINT32_MAX; q = st->next[q]) {
+		uint32_t h = q / pr->S;
+		touch(w, h, &nchg);
+		w->delta[h] += df;
+	}
+	touch(w, g, &nchg);
+	w->delta[g] += share(pr, f, rf + 1);
+	top2(st, pr, w, nchg, m1, m2);
+}
+
+/* Slots p (GPU g, expert e) and q (GPU h, expert f) swap experts. */
+static void eval_swap(const struct rs *st, const struct rp *pr, struct rw *w, uint32_t p,
+		      uint32_t q, double *m1, double *m2)
+{
+	uint32_t g = p / pr->S;
+	uint32_t h = q / pr->S;
+	uint32_t e = st->slot[p];
+	uint32_t f = st->slot[q];
+	double d = share(pr, f, st->r[f]) - share(pr, e, st->r[e]);
+	next_mark(w, pr->G);
+	uint32_t nchg = 0;
+	touch(w, g, &nchg);
+	touch(w, h, &nchg);
+	w->delta[g] = d;
+	w->delta[h] = -d;
+	top2(st, pr, w, nchg, m1, m2);
+}
+
+/* ------------------------------------------------------------------ */
+/* Local search.                                                       */
+
+struct step {
+	uint32_t p, f;   /* slot p gets expert f */
+	uint32_t q, e;   /* and, for a swap, slot q gets e (q = UINT32_MAX: none) */
+	uint32_t moves;  /* after the step */
+	double max;      /* after the step */
+};
+
+struct traj {
+	struct step *steps;
+	size_t n, cap;
+};
+
+static void traj_free(struct traj *t)
+{
+	free(t->steps);
+	memset(t, 0, sizeof(*t));
+}
+
+static int traj_push(struct traj *t, struct step s)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct step *n = realloc(t->steps, cap * sizeof(*n));
+		if (!n) {
+			return MP_ENOMEM;
+		}
+		t->steps = n;
+		t->cap = cap;
+	}
+	t->steps[t->n++] = s;
+	return 0;
+}
+
+struct best {
+	bool found;
+	int tier;         /* 0: no extra moves; 1: costs moves */
+	double k1, k2;    /* gain in max, in second max (per move in tier 1) */
+	int dm;
+	struct step s;
+};
+
+static void consider(struct best *b, const struct rs *st, const struct rp *pr, double m1, double m2,
+		     int dm, uint32_t budget, struct step s, double cur1, double cur2)
+{
+	if ((int64_t)st->moves + dm > (int64_t)budget) {
+		return;
+	}
+	double g1 = cur1 - m1;
+	double g2 = cur2 - m2;
+	if (g1 > pr->tol) {
+		/* the busiest GPU gets lighter */
+	} else if (g1 >= -pr->tol && g2 > pr->tol) {
+		g1 = 0; /* same busiest load, lighter second */
+	} else {
+		return;
+	}
+	int c = dm > 0 ? dm : 0;
+	int tier = c == 0 ? 0 : 1;
+	double k1 = tier ? g1 / c : g1;
+	double k2 = tier ? g2 / c : g2;
+	bool better;
+	if (!b->found) {
+		better = true;
+	} else if (tier != b->tier) {
+		better = tier < b->tier;
+	} else if (k1 > b->k1 * (1 + 1e-12) + pr->tol * 1e-3) {
+		better = true;
+	} else if (k1 < b->k1 * (1 - 1e-12) - pr->tol * 1e-3) {
+		better = false;
+	} else if (k2 > b->k2 * (1 + 1e-12) + pr->tol * 1e-3) {
+		better = true;
+	} else if (k2 < b->k2 * (1 - 1e-12) - pr->tol * 1e-3) {
+		better = false;
+	} else {
+		better = dm < b->dm;
+	}
+	if (better) {
+		*b = (struct best){.found = true, .tier = tier, .k1 = k1, .k2 = k2, .dm = dm, .s = s};
+	}
+}
+
+static void apply_step(struct rs *st, const struct rp *pr, const struct step *s)
+{
+	if (s->q != UINT32_MAX) {
+		rs_set(st, pr, s->p, s->f);
+		rs_set(st, pr, s->q, s->e);
+	} else {
+		rs_set(st, pr, s->p, s->f);
+	}
+	rs_eval(st, pr);
+}
+
+/* Greedy descent from st's state with at most `budget` moves (counted from
+ * orig), steps appended to t (t may be NULL). */
+static int local_search(struct rs *st, const struct rp *pr, struct rw *w, uint32_t budget,
+			struct traj *t)
+{
+	uint32_t S = pr->S;
+	uint32_t G = pr->G;
+	uint32_t E = pr->E;
+	size_t max_steps = 4 * (size_t)pr->N + 16;
+	for (size_t it = 0; it < max_steps; it++) {
+		if (G < 2 || st->max <= pr->lb + pr->tol) {
+			break;
+		}
+		uint32_t m = st->order[0];
+		double cur1 = st->load[m];
+		double cur2 = st->load[st->order[1]];
+		struct best b = {0};
+		double m1;
+		double m2;
+		/* A: a slot of the busiest GPU goes to an expert it does not hold */
+		for (uint32_t p = m * S; p < (m + 1) * S; p++) {
+			uint32_t e = st->slot[p];
+			if (st->r[e] < 2) {
+				continue;
+			}
+			for (uint32_t f = 0; f < E; f++) {
+				if (f == e || cnt_get(st->cnt, pr, m, f)) {
+					continue;
+				}
+				eval_reassign(st, pr, w, p, f, &m1, &m2);
+				struct step s = {.p = p, .f = f, .q = UINT32_MAX};
+				consider(&b, st, pr, m1, m2, move_delta(st, pr, m, e, f), budget, s, cur1, cur2);
+			}
+		}
+		/* B: an expert of the busiest GPU gains a replica elsewhere */
+		if (++w->emark == 0) {
+			memset(w->estamp, 0, sizeof(*w->estamp) * E);
+			w->emark = 1;
+		}
+		for (uint32_t pm = m * S; pm < (m + 1) * S; pm++) {
+			uint32_t f = st->slot[pm];
+			if (w->estamp[f] == w->emark || pr->w[f] <= 0) {
+				continue;
+			}
+			w->estamp[f] = w->emark;
+			for (uint32_t p = 0; p < pr->N; p++) {
+				uint32_t h = p / S;
+				uint32_t e = st->slot[p];
+				if (h == m || e == f || st->r[e] < 2 || cnt_get(st->cnt, pr, h, f)) {
+					continue;
+				}
+				eval_reassign(st, pr, w, p, f, &m1, &m2);
+				struct step s = {.p = p, .f = f, .q = UINT32_MAX};
+				consider(&b, st, pr, m1, m2, move_delta(st, pr, h, e, f), budget, s, cur1, cur2);
+			}
+		}
+		/* C: swap a slot of the busiest GPU with a slot elsewhere */
+		for (uint32_t p = m * S; p < (m + 1) * S; p++) {
+			uint32_t e = st->slot[p];
+			for (uint32_t q = 0; q < pr->N; q++) {
+				uint32_t h = q / S;
+				uint32_t f = st->slot[q];
+				if (h == m || f == e || cnt_get(st->cnt, pr, h, e) || cnt_get(st->cnt, pr, m, f)) {
+					continue;
+				}
+				if (share(pr, f, st->r[f]) >= share(pr, e, st->r[e])) {
+					continue; /* the busiest GPU would not get lighter */
+				}
+				eval_swap(st, pr, w, p, q, &m1, &m2);
+				int dm = move_delta(st, pr, m, e, f) + move_delta(st, pr, h, f, e);
+				struct step s = {.p = p, .f = f, .q = q, .e = e};
+				consider(&b, st, pr, m1, m2, dm, budget, s, cur1, cur2);
+			}
+		}
+		if (!b.found) {
+			break;
+		}
+		apply_step(st, pr, &b.s);
+		if (t) {
+			b.s.moves = st->moves;
+			b.s.max = st->max;
+			int rc = traj_push(t, b.s);
+			if (rc) {
+				return rc;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Slot canonicalisation and the relabelled from-scratch plan.         */
+
+/* Given the experts each GPU should hold (set[g*S .. g*S+S-1], any order),
+ * write the map that keeps every staying expert in its old slot and puts
+ * the arrivals into the freed slots (ascending expert id into ascending
+ * slot). */
+static void canonical_slots(const struct rp *pr, const uint32_t *set, uint32_t *out, unsigned char *used)
+{
+	uint32_t S = pr->S;
+	for (uint32_t g = 0; g < pr->G; g++) {
+		const uint32_t *want = set + (size_t)g * S;
+		uint32_t *dst = out + (size_t)g * S;
+		const uint32_t *old = pr->orig + (size_t)g * S;
+		memset(used, 0, S);
+		unsigned char *filled = used + S;
+		memset(filled, 0, S);
+		for (uint32_t i = 0; i < S; i++) {
+			for (uint32_t j = 0; j < S; j++) {
+				if (!used[j] && want[j] == old[i]) {
+					used[j] = 1;
+					filled[i] = 1;
+					dst[i] = old[i];
+					break;
+				}
+			}
+		}
+		/* arrivals, ascending expert id */
+		for (uint32_t i = 0; i < S; i++) {
+			if (filled[i]) {
+				continue;
+			}
+			uint32_t pick = UINT32_MAX;
+			for (uint32_t j = 0; j < S; j++) {
+				if (!used[j] && (pick == UINT32_MAX || want[j] < want[pick])) {
+					pick = j;
+				}
+			}
+			used[pick] = 1;
+			dst[i] = want[pick];
+		}
+	}
+}
+
+/* Hungarian method (Kuhn-Munkres, shortest augmenting paths with
+ * potentials; O(n^3)) minimising cost[n][n]; assign[i] = column of row i. */
+static int hungarian(const double *cost, uint32_t n, uint32_t *assign)
+{
+	double *u = calloc(n + 1, sizeof(*u));
+	double *v = calloc(n + 1, sizeof(*v));
+	double *minv = calloc(n + 1, sizeof(*minv));
+	uint32_t *p = calloc(n + 1, sizeof(*p));
+	uint32_t *way = calloc(n + 1, sizeof(*way));
+	unsigned char *usedc = calloc(n + 1, 1);
+	int rc = MP_ENOMEM;
+	if (!u || !v || !minv || !p || !way || !usedc) {
+		goto out;
+	}
+	for (uint32_t i = 1; i <= n; i++) {
+		p[0] = i;
+		uint32_t j0 = 0;
+		for (uint32_t j = 0; j <= n; j++) {
+			minv[j] = HUGE_VAL;
+			usedc[j] = 0;
+		}
+		do {
+			usedc[j0] = 1;
+			uint32_t i0 = p[j0];
+			double delta = HUGE_VAL;
+			uint32_t j1 = 0;
+			for (uint32_t j = 1; j <= n; j++) {
+				if (usedc[j]) {
+					continue;
+				}
+				double cur = cost[(size_t)(i0 - 1) * n + (j - 1)] - u[i0] - v[j];
+				if (cur < minv[j]) {
+					minv[j] = cur;
+					way[j] = j0;
+				}
+				if (minv[j] < delta) {
+					delta = minv[j];
+					j1 = j;
+				}
+			}
+			for (uint32_t j = 0; j <= n; j++) {
+				if (usedc[j]) {
+					u[p[j]] += delta;
+					v[j] -= delta;
+				} else {
+					minv[j] -= delta;
+				}
+			}
+			j0 = j1;
+		} while (p[j0] != 0);
+		do {
+			uint32_t j1 = way[j0];
+			p[j0] = p[j1];
+			j0 = j1;
+		} while (j0);
+	}
+	for (uint32_t j = 1; j <= n; j++) {
+		assign[p[j] - 1] = j - 1;
+	}
+	rc = 0;
+out:
+	free(u);
+	free(v);
+	free(minv);
+	free(p);
+	free(way);
+	free(usedc);
+	return rc;
+}
+
+/* Relabel the GPUs of a plan (map[N]) to keep as many experts in place as
+ * possible, then canonicalise its slots: out[N]. */
+static int relabel(const struct rp *pr, const uint32_t *map, uint32_t *out, unsigned char *used)
+{
+	uint32_t G = pr->G;
+	uint32_t S = pr->S;
+	double *cost = malloc(sizeof(*cost) * (size_t)G * G);
+	uint32_t *assign = malloc(sizeof(*assign) * G);
+	uint32_t *set = malloc(sizeof(*set) * pr->N);
+	int rc = MP_ENOMEM;
+	if (!cost || !assign || !set) {
+		goto out;
+	}
+	/* overlap[h][g]: experts new GPU h shares with old GPU g (multisets) */
+	for (uint32_t h = 0; h < G; h++) {
+		for (uint32_t g = 0; g < G; g++) {
+			double keep = 0;
+			for (uint32_t i = h * S; i < (h + 1) * S; i++) {
+				uint32_t e = map[i];
+				uint32_t seen = 0;
+				for (uint32_t j = h * S; j < i; j++) {
+					seen += map[j] == e;
+				}
+				if (seen < cnt_get(pr->ocnt, pr, g, e)) {
+					keep += 1;
+				}
+			}
+			cost[(size_t)h * G + g] = -keep;
+		}
+	}
+	if (G <= RP_HUNGARIAN_MAX_GPUS) {
+		rc = hungarian(cost, G, assign);
+		if (rc) {
+			goto out;
+		}
+	} else {
+		/* greedy: each new GPU in turn takes the free old GPU it overlaps most */
+		unsigned char *taken = calloc(G, 1);
+		if (!taken) {
+			goto out;
+		}
+		for (uint32_t h = 0; h < G; h++) {
+			uint32_t pick = UINT32_MAX;
+			for (uint32_t g = 0; g < G; g++) {
+				if (!taken[g] && (pick == UINT32_MAX || cost[(size_t)h * G + g] < cost[(size_t)h * G + pick])) {
+					pick = g;
+				}
+			}
+			taken[pick] = 1;
+			assign[h] = pick;
+		}
+		free(taken);
+	}
+	for (uint32_t h = 0; h < G; h++) {
+		memcpy(set + (size_t)assign[h] * S, map + (size_t)h * S, sizeof(*set) * S);
+	}
+	canonical_slots(pr, set, out, used);
+	rc = 0;
+out:
+	free(cost);
+	free(assign);
+	free(set);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* GLPK MIP.                                                           */
+
+struct mip_cb {
+	const double *seed; /* [ncols + 1] */
+	bool seeded;
+	double bound;       /* best node bound seen (objective units) */
+	bool have_bound;
+};
+
+static void on_glpk_error(void *info)
+{
+	longjmp(*(jmp_buf *)info, 1);
+}
+
+static void mip_callback(glp_tree *tree, void *info)
+{
+	struct mip_cb *cb = info;
+	if (glp_ios_reason(tree) == GLP_IHEUR && !cb->seeded) {
+		cb->seeded = true;
+		glp_ios_heur_sol(tree, cb->seed);
+	}
+	int p = glp_ios_best_node(tree);
+	if (p != 0) {
+		double b = glp_ios_node_bound(tree, p);
+		if (!cb->have_bound || b > cb->bound) {
+			cb->bound = b;
+			cb->have_bound = true;
+		}
+	}
+}
+
+struct trip {
+	int *ia;
+	int *ja;
+	double *ar;
+	size_t n, cap;
+	bool failed;
+};
+
+static void trip_add(struct trip *t, int row, int col, double val)
+{
+	if (t->failed) {
+		return;
+	}
+	if (t->n + 1 >= t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 4096;
+		int *ia = realloc(t->ia, sizeof(*ia) * cap);
+		if (ia) {
+			t->ia = ia;
+		}
+		int *ja = realloc(t->ja, sizeof(*ja) * cap);
+		if (ja) {
+			t->ja = ja;
+		}
+		double *ar = realloc(t->ar, sizeof(*ar) * cap);
+		if (ar) {
+			t->ar = ar;
+		}
+		if (!ia || !ja || !ar) {
+			t->failed = true;
+			return;
+		}
+		t->cap = cap;
+	}
+	t->n++;
+	t->ia[t->n] = row;
+	t->ja[t->n] = col;
+	t->ar[t->n] = val;
+}
+
+static void trip_free(struct trip *t)
+{
+	free(t->ia);
+	free(t->ja);
+	free(t->ar);
+	memset(t, 0, sizeof(*t));
+}
+
+enum mip_result {
+	MIP_SKIPPED = 0, /* too large, or nothing to gain */
+	MIP_NO_GAIN,     /* finished (proved): the seed is optimal for the budget */
+	MIP_NO_GAIN_TL,  /* time limit without a better plan */
+	MIP_IMPROVED,    /* a better plan, proved optimal */
+	MIP_IMPROVED_TL, /* a better plan, time limit */
+	MIP_ERROR,
+};
+
+struct mip_job {
+	const struct rp *pr;
+	const uint32_t *seed;  /* [N] incumbent, no two replicas of an expert on a GPU */
+	double seed_max;
+	bool cost_mode;
+	uint32_t budget;       /* budget mode */
+	double a, b;           /* cost mode: a * max + b * moves, seconds */
+	double time_limit_s;
+	bool verbose;
+	uint32_t *out;         /* [N] the MIP's plan (canonical slots) when improved */
+	double bound;          /* proven bound on the busiest GPU for the budget */
+};
+
+static uint32_t mip_replicas_max(const struct rp *pr)
+{
+	uint32_t R = pr->N - pr->E + 1;
+	return R < pr->G ? R : pr->G;
+}
+
+static size_t mip_columns(const struct rp *pr)
+{
+	size_t R = mip_replicas_max(pr);
+	return (size_t)pr->E * pr->G * R + (size_t)pr->E * R + 1;
+}
+
+static enum mip_result mip_solve(struct mip_job *job)
+{
+	const struct rp *pr = job->pr;
+	uint32_t E = pr->E;
+	uint32_t G = pr->G;
+	uint32_t S = pr->S;
+	uint32_t N = pr->N;
+	uint32_t R = mip_replicas_max(pr);
+	size_t ncols = mip_columns(pr);
+	job->bound = pr->lb;
+	if (ncols > RP_MIP_MAX_COLS) {
+		return MIP_SKIPPED;
+	}
+	volatile double scale = job->seed_max > 0 ? job->seed_max : 1.0;
+	int zcols = (int)((size_t)E * G * R);
+	int ycol0 = zcols + 1;
+	int tcol = (int)ncols;
+#define ZC(e, g, r) ((int)(((size_t)(e) * G + (g)) * R + ((r) - 1)) + 1)
+#define YC(e, r) (ycol0 + (int)((size_t)(e) * R + ((r) - 1)))
+	struct trip t = {0};
+	double *seed = calloc(ncols + 1, sizeof(*seed));
+	uint32_t *set = malloc(sizeof(*set) * N);
+	uint32_t *fill = calloc(G, sizeof(*fill));
+	unsigned char *used = malloc(2 * (size_t)S);
+	uint32_t *rseed = calloc(E, sizeof(*rseed));
+	glp_prob *volatile lp = NULL;
+	volatile enum mip_result res = MIP_ERROR;
+	jmp_buf jb;
+	if (!seed || !set || !fill || !used || !rseed) {
+		goto out;
+	}
+	for (uint32_t p = 0; p < N; p++) {
+		rseed[job->seed[p]]++;
+	}
+	if (setjmp(jb)) {
+		glp_free_env();
+		lp = NULL;
+		res = MIP_ERROR;
+		goto out;
+	}
+	glp_error_hook(on_glpk_error, &jb);
+	glp_term_out(job->verbose ? GLP_ON : GLP_OFF);
+	lp = glp_create_prob();
+	glp_set_obj_dir(lp, GLP_MIN);
+	glp_add_cols(lp, (int)ncols);
+	double cutoff = job->cost_mode ? HUGE_VAL : job->seed_max;
+	for (uint32_t e = 0; e < E; e++) {
+		for (uint32_t r = 1; r <= R; r++) {
+			/* a replica heavier than the incumbent's busiest GPU cannot help */
+			bool off = pr->w[e] / r > cutoff + pr->tol && r != rseed[e];
+			glp_set_col_kind(lp, YC(e, r), GLP_BV);
+			if (off) {
+				glp_set_col_bnds(lp, YC(e, r), GLP_FX, 0, 0);
+			}
+			for (uint32_t g = 0; g < G; g++) {
+				glp_set_col_kind(lp, ZC(e, g, r), GLP_BV);
+				if (off) {
+					glp_set_col_bnds(lp, ZC(e, g, r), GLP_FX, 0, 0);
+				}
+			}
+		}
+	}
+	if (job->cost_mode) {
+		glp_set_col_bnds(lp, tcol, GLP_LO, pr->lb / scale, 0);
+		glp_set_obj_coef(lp, tcol, job->a * scale);
+	} else {
+		double lo = pr->lb / scale;
+		double hi = 1.0;
+		glp_set_col_bnds(lp, tcol, lo < hi ? GLP_DB : GLP_FX, lo < hi ? lo : hi, hi);
+		glp_set_obj_coef(lp, tcol, 1.0);
+	}
+	int row = 0;
+	int r_one = row + 1;
+	for (uint32_t e = 0; e < E; e++) {
+		row++;
+		for (uint32_t r = 1; r <= R; r++) {
+			trip_add(&t, row, YC(e, r), 1.0);
+		}
+	}
+	int r_rep = row + 1;
+	for (uint32_t e = 0; e < E; e++) {
+		for (uint32_t r = 1; r <= R; r++) {
+			row++;
+			for (uint32_t g = 0; g < G; g++) {
+				trip_add(&t, row, ZC(e, g, r), 1.0);
+			}
+			trip_add(&t, row, YC(e, r), -(double)r);
+		}
+	}
+	int r_slots = row + 1;
+	for (uint32_t g = 0; g < G; g++) {
+		row++;
+		for (uint32_t e = 0; e < E; e++) {
+			for (uint32_t r = 1; r <= R; r++) {
+				trip_add(&t, row, ZC(e, g, r), 1.0);
+			}
+		}
+	}
+	int r_dup = row + 1;
+	if (R >= 2) {
+		for (uint32_t e = 0; e < E; e++) {
+			for (uint32_t g = 0; g < G; g++) {
+				row++;
+				for (uint32_t r = 1; r <= R; r++) {
+					trip_add(&t, row, ZC(e, g, r), 1.0);
+				}
+			}
+		}
+	}
+	int n_dup = row - r_dup + 1;
+	int r_load = row + 1;
+	for (uint32_t g = 0; g < G; g++) {
+		row++;
+		for (uint32_t e = 0; e < E; e++) {
+			if (pr->w[e] <= 0) {
+				continue;
+			}
+			for (uint32_t r = 1; r <= R; r++) {
+				trip_add(&t, row, ZC(e, g, r), pr->w[e] / r / scale);
+			}
+		}
+		trip_add(&t, row, tcol, -1.0);
+	}
+	/* kept = sum over old (g, e) pairs of x[e][g] */
+	int r_keep = row + 1;
+	row++;
+	for (uint32_t g = 0; g < G; g++) {
+		for (uint32_t e = 0; e < E; e++) {
+			if (!cnt_get(pr->ocnt, pr, g, e)) {
+				continue;
+			}
+			for (uint32_t r = 1; r <= R; r++) {
+				trip_add(&t, row, ZC(e, g, r), 1.0);
+				if (job->cost_mode) {
+					double c = glp_get_obj_coef(lp, ZC(e, g, r));
+					glp_set_obj_coef(lp, ZC(e, g, r), c - job->b);
+				}
+			}
+		}
+	}
+	if (t.failed) {
+		res = MIP_ERROR;
+		goto out;
+	}
+	glp_add_rows(lp, row);
+	for (uint32_t e = 0; e < E; e++) {
+		glp_set_row_bnds(lp, r_one + (int)e, GLP_FX, 1, 1);
+	}
+	for (int k = 0; k < (int)(E * R); k++) {
+		glp_set_row_bnds(lp, r_rep + k, GLP_FX, 0, 0);
+	}
+	for (uint32_t g = 0; g < G; g++) {
+		glp_set_row_bnds(lp, r_slots + (int)g, GLP_FX, S, S);
+		glp_set_row_bnds(lp, r_load + (int)g, GLP_UP, 0, 0);
+	}
+	for (int k = 0; k < n_dup; k++) {
+		glp_set_row_bnds(lp, r_dup + k, GLP_UP, 0, 1);
+	}
+	if (job->cost_mode) {
+		glp_set_row_bnds(lp, r_keep, GLP_FR, 0, 0);
+	} else {
+		double need = (double)N - (double)job->budget;
+		glp_set_row_bnds(lp, r_keep, need > 0 ? GLP_LO : GLP_FR, need > 0 ? need : 0, 0);
+	}
+	glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
+	trip_free(&t);
+
+	/* the incumbent as a full column vector */
+	for (uint32_t p = 0; p < N; p++) {
+		uint32_t e = job->seed[p];
+		seed[ZC(e, p / S, rseed[e])] = 1.0;
+	}
+	for (uint32_t e = 0; e < E; e++) {
+		seed[YC(e, rseed[e])] = 1.0;
+	}
+	seed[tcol] = job->seed_max / scale;
+
+	double t0 = now_s();
+	glp_smcp sm;
+	glp_init_smcp(&sm);
+	sm.msg_lev = job->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
+	double ms = job->time_limit_s * 1000.0;
+	sm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
+	int ret = glp_simplex(lp, &sm);
+	if (ret == GLP_ETMLIM) {
+		res = MIP_NO_GAIN_TL;
+		goto out;
+	}
+	if (ret != 0 || glp_get_status(lp) != GLP_OPT) {
+		res = glp_get_status(lp) == GLP_NOFEAS ? MIP_NO_GAIN : MIP_ERROR;
+		goto out;
+	}
+	struct mip_cb cb = {.seed = seed};
+	glp_iocp parm;
+	glp_init_iocp(&parm);
+	parm.presolve = GLP_OFF;
+	parm.msg_lev = job->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
+	parm.mip_gap = 0.0;
+	parm.cb_func = mip_callback;
+	parm.cb_info = &cb;
+	double left = job->time_limit_s - (now_s() - t0);
+	if (left < 0.001) {
+		res = MIP_NO_GAIN_TL;
+		goto out;
+	}
+	ms = left * 1000.0;
+	parm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
+	ret = glp_intopt(lp, &parm);
+	int status = glp_mip_status(lp);
+	bool proved = ret == 0 && status == GLP_OPT;
+	bool have = (ret == 0 || ret == GLP_ETMLIM) && (status == GLP_OPT || status == GLP_FEAS);
+	if (ret == 0 && status == GLP_NOFEAS) {
+		res = MIP_NO_GAIN;
+		goto out;
+	}
+	if (ret != 0 && ret != GLP_ETMLIM) {
+		res = MIP_ERROR;
+		goto out;
+	}
+	if (!job->cost_mode) {
+		if (proved) {
+			job->bound = glp_mip_obj_val(lp) * scale;
+		} else if (cb.have_bound && cb.bound * scale > job->bound) {
+			job->bound = cb.bound * scale;
+		}
+		if (job->bound > job->seed_max) {
+			job->bound = job->seed_max;
+		}
+	}
+	if (!have) {
+		res = proved ? MIP_NO_GAIN : MIP_NO_GAIN_TL;
+		goto out;
+	}
+	/* read the plan */
+	memset(fill, 0, sizeof(*fill) * G);
+	bool ok = true;
+	for (uint32_t e = 0; e < E && ok; e++) {
+		for (uint32_t g = 0; g < G && ok; g++) {
+			double x = 0;
+			for (uint32_t r = 1; r <= R; r++) {
+				x += glp_mip_col_val(lp, ZC(e, g, r));
+			}
+			if (x > 0.5) {
+				if (fill[g] >= S) {
+					ok = false;
+					break;
+				}
+				set[(size_t)g * S + fill[g]++] = e;
+			}
+		}
+	}
+	for (uint32_t g = 0; g < G && ok; g++) {
+		ok = fill[g] == S;
+	}
+	if (!ok) {
+		res = MIP_ERROR;
+		goto out;
+	}
+	canonical_slots(pr, set, job->out, used);
+	res = proved ? MIP_IMPROVED : MIP_IMPROVED_TL;
+out:
+	if (lp) {
+		glp_delete_prob(lp);
+	}
+	glp_error_hook(NULL, NULL);
+	trip_free(&t);
+	free(seed);
+	free(set);
+	free(fill);
+	free(used);
+	free(rseed);
+	return res;
+#undef ZC
+#undef YC
+}
+
+/* ------------------------------------------------------------------ */
+/* The driver.                                                         */
+
+void mp_replan_options_init(struct mp_replan_options *opts)
+{
+	*opts = (struct mp_replan_options){
+		.max_moves = MP_REPLAN_UNLIMITED,
+		.cost_mode = false,
+		.move_cost_s = 0,
+		.horizon_steps = 1000,
+		.layer_time_s = 0,
+		.min_gain = 0,
+		.time_limit_s = 2,
+		.expert_bytes = MP_REPLAN_DEFAULT_EXPERT_BYTES,
+		.link_bw_bytes_per_s = MP_REPLAN_DEFAULT_LINK_BW,
+		.mip = true,
+		.threads = 0,
+		.verbose = false,
+	};
+}
+
+void mp_replan_init(struct mp_replan *replan)
+{
+	memset(replan, 0, sizeof(*replan));
+	mp_placement_init(&replan->before);
+	mp_placement_init(&replan->after);
+	mp_placement_init(&replan->scratch);
+}
+
+void mp_replan_finish(struct mp_replan *replan)
+{
+	if (!replan) {
+		return;
+	}
+	mp_placement_finish(&replan->before);
+	mp_placement_finish(&replan->after);
+	mp_placement_finish(&replan->scratch);
+	if (replan->layers) {
+		for (uint32_t l = 0; l < replan->before.n_layers; l++) {
+			free(replan->layers[l].curve);
+		}
+	}
+	free(replan->layers);
+	free(replan->moves);
+	free(replan->total_curve);
+	mp_replan_init(replan);
+}
+
+/* Per-layer working data kept between the passes. */
+struct layer_work {
+	struct rp pr;
+	struct traj traj;
+	uint32_t *scratch;   /* [N] relabelled from-scratch map */
+	double scratch_max;
+	uint32_t scratch_moves;
+	double *curve;       /* [K + 1] */
+	size_t *curve_step;  /* [K + 1] steps of traj to replay; SIZE_MAX = scratch plan */
+	uint32_t K;
+	uint32_t pick;       /* moves the budget split allots (a point of the curve) */
+	uint32_t budget;     /* moves the layer may use: pick plus what earlier layers left */
+};
+
+static double layer_cost(const struct mp_replan_options *o, double mean, double max, uint32_t moves)
+{
+	double a = mean > 0 ? o->horizon_steps * o->layer_time_s / mean : 0;
+	return a * max + o->move_cost_s * moves;
+}
+
+static int check_input(const struct mp_placement *cur, const struct mp_loads *loads,
+		       const struct mp_replan_options *o, struct mp_diags *diags)
+{
+	if (cur->n_layers == 0 || cur->gpus == 0 || cur->slots_per_gpu == 0 || cur->n_experts == 0) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL, "the current plan is empty");
+	}
+	if (loads->n_layers != cur->n_layers || loads->n_experts != cur->n_experts) {
+		return mp_diags_add(diags, loads->source, 0, 0, MP_EINVAL,
+				    "the loads are %u layers x %u experts but the current plan has %u layers x %u experts",
+				    loads->n_layers, loads->n_experts, cur->n_layers, cur->n_experts);
+	}
+	if (cur->slots_per_gpu > UINT16_MAX) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL, "%u slots per GPU: at most %u supported",
+				    cur->slots_per_gpu, UINT16_MAX);
+	}
+	uint64_t cells = (uint64_t)cur->gpus * cur->n_experts;
+	if (cells > (1u << 28)) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "%u GPUs x %u experts is too large to re-plan", cur->gpus, cur->n_experts);
+	}
+	if (!(o->min_gain >= 0 && o->min_gain < 1) || !(o->time_limit_s > 0) ||
+	    !(o->link_bw_bytes_per_s > 0) || !isfinite(o->link_bw_bytes_per_s)) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL, "invalid re-plan options");
+	}
+	if (o->cost_mode && (!(o->move_cost_s >= 0) || !isfinite(o->move_cost_s) ||
+			     !(o->horizon_steps > 0) || !isfinite(o->horizon_steps) ||
+			     !(o->layer_time_s > 0) || !isfinite(o->layer_time_s))) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "the move-cost objective needs a move cost >= 0, a horizon > 0 and a layer time > 0");
+	}
+	uint32_t N = cur->gpus * cur->slots_per_gpu;
+	for (uint32_t l = 0; l < cur->n_layers; l++) {
+		const double *w = mp_loads_row(loads, l);
+		for (uint32_t e = 0; e < cur->n_experts; e++) {
+			if (!isfinite(w[e]) || w[e] < 0) {
+				return mp_diags_add(diags, loads->source, 0, 0, MP_EINVAL,
+						    "layer %u, expert %u: load %g is not a finite number >= 0", l, e, w[e]);
+			}
+		}
+		const uint32_t *map = cur->layers[l].slot_expert;
+		for (uint32_t p = 0; p < N; p++) {
+			if (map[p] >= cur->n_experts) {
+				return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+						    "layer %u, slot %u: expert %u is out of range (%u experts)", l, p,
+						    map[p], cur->n_experts);
+			}
+		}
+	}
+	return 0;
+}
+
+/* The busiest-GPU load of a map (evaluated as it stands). */
+static double map_max(const struct rp *pr, const uint32_t *map, struct rs *tmp)
+{
+	rs_load_map(tmp, pr, map);
+	return tmp->max;
+}
+
+static bool has_dup(const struct rs *st, const struct rp *pr)
+{
+	for (size_t i = 0; i < (size_t)pr->G * pr->E; i++) {
+		if (st->cnt[i] > 1) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Pass 1 of a layer: the curve (local search trajectory capped by the
+ * relabelled from-scratch plan). */
+static int layer_curve(struct layer_work *lw, const struct mp_layer_placement *scr, struct rs *st,
+		       struct rw *w, unsigned char *used)
+{
+	struct rp *pr = &lw->pr;
+	int rc = relabel(pr, scr->slot_expert, lw->scratch, used);
+	if (rc) {
+		return rc;
+	}
+	lw->scratch_max = map_max(pr, lw->scratch, st);
+	lw->scratch_moves = st->moves;
+	/* the curve reaches at least the from-scratch plan's moves */
+	lw->K = lw->scratch_moves;
+	rs_load_map(st, pr, pr->orig);
+	double max0 = st->max;
+	rc = local_search(st, pr, w, lw->K, &lw->traj);
+	if (rc) {
+		return rc;
+	}
+	lw->curve = malloc(sizeof(*lw->curve) * (lw->K + 1));
+	lw->curve_step = malloc(sizeof(*lw->curve_step) * (lw->K + 1));
+	if (!lw->curve || !lw->curve_step) {
+		return MP_ENOMEM;
+	}
+	for (uint32_t k = 0; k <= lw->K; k++) {
+		lw->curve[k] = HUGE_VAL;
+		lw->curve_step[k] = 0;
+	}
+	lw->curve[0] = max0;
+	for (size_t i = 0; i < lw->traj.n; i++) {
+		const struct step *s = &lw->traj.steps[i];
+		if (s->moves <= lw->K && s->max < lw->curve[s->moves] - pr->tol) {
+			lw->curve[s->moves] = s->max;
+			lw->curve_step[s->moves] = i + 1;
+		}
+	}
+	if (lw->scratch_max < lw->curve[lw->K] - pr->tol) {
+		lw->curve[lw->K] = lw->scratch_max;
+		lw->curve_step[lw->K] = SIZE_MAX;
+	}
+	for (uint32_t k = 1; k <= lw->K; k++) {
+		if (!(lw->curve[k] < lw->curve[k - 1] - pr->tol)) {
+			lw->curve[k] = lw->curve[k - 1];
+			lw->curve_step[k] = lw->curve_step[k - 1];
+		}
+	}
+	return 0;
+}
+
+/* Split the budget over layers: choice[l] moves for layer l minimising the
+ * sum of curve values with sum <= budget (DP, ties to fewer moves); total[]
+ * gets the best sum for every total 0 .. sumK. */
+static int split_budget(struct layer_work *lws, uint32_t L, uint64_t budget, double *total,
+			size_t total_len)
+{
+	size_t T = total_len; /* sumK + 1 */
+	uint64_t cells = (uint64_t)L * T;
+	if (cells <= RP_DP_MAX_CELLS) {
+		double *dp = malloc(sizeof(*dp) * T);
+		double *nd = malloc(sizeof(*nd) * T);
+		uint32_t *choice = malloc(sizeof(*choice) * cells);
+		if (!dp || !nd || !choice) {
+			free(dp);
+			free(nd);
+			free(choice);
+			return MP_ENOMEM;
+		}
+		size_t reach = 0;
+		dp[0] = 0;
+		for (size_t b = 1; b < T; b++) {
+			dp[b] = 0; /* with no layers, any budget gives 0 */
+		}
+		for (uint32_t l = 0; l < L; l++) {
+			const struct layer_work *lw = &lws[l];
+			reach += lw->K;
+			for (size_t b = 0; b < T; b++) {
+				double best = HUGE_VAL;
+				uint32_t arg = 0;
+				uint32_t kmax = lw->K < b ? lw->K : (uint32_t)b;
+				for (uint32_t k = 0; k <= kmax; k++) {
+					double v = dp[b - k] + lw->curve[k];
+					if (v < best) {
+						best = v;
+						arg = k;
+					}
+				}
+				nd[b] = best;
+				choice[(size_t)l * T + b] = arg;
+			}
+			double *tmp = dp;
+			dp = nd;
+			nd = tmp;
+		}
+		(void)reach;
+		for (size_t b = 0; b < T; b++) {
+			total[b] = dp[b];
+		}
+		size_t b = budget < T - 1 ? (size_t)budget : T - 1;
+		for (uint32_t l = L; l-- > 0;) {
+			uint32_t k = choice[(size_t)l * T + b];
+			lws[l].pick = k;
+			b -= k;
+		}
+		free(dp);
+		free(nd);
+		free(choice);
+		return 0;
+	}
+	/* Too large for the table: hand out moves one at a time to the layer
+	 * whose curve drops most per move over its next improving point. */
+	uint32_t *at = calloc(L, sizeof(*at));
+	if (!at) {
+		return MP_ENOMEM;
+	}
+	double sum = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		sum += lws[l].curve[0];
+	}
+	size_t used_moves = 0;
+	total[0] = sum;
+	size_t filled = 0;
+	for (;;) {
+		double best = 0;
+		uint32_t bl = UINT32_MAX;
+		uint32_t bk = 0;
+		for (uint32_t l = 0; l < L; l++) {
+			const struct layer_work *lw = &lws[l];
+			for (uint32_t k = at[l] + 1; k <= lw->K; k++) {
+				double gain = (lw->curve[at[l]] - lw->curve[k]) / (k - at[l]);
+				if (gain > best) {
+					best = gain;
+					bl = l;
+					bk = k;
+				}
+			}
+		}
+		if (bl == UINT32_MAX) {
+			break;
+		}
+		sum -= lws[bl].curve[at[bl]] - lws[bl].curve[bk];
+		size_t nu = used_moves + (bk - at[bl]);
+		for (size_t b = filled + 1; b < nu && b < T; b++) {
+			total[b] = total[filled];
+		}
+		if (nu < T) {
+			total[nu] = sum;
+			filled = nu;
+		}
+		if (nu <= budget) {
+			for (uint32_t l = 0; l < L; l++) {
+				lws[l].pick = l == bl ? bk : at[l];
+			}
+		}
+		used_moves = nu;
+		at[bl] = bk;
+	}
+	for (size_t b = filled + 1; b < T; b++) {
+		total[b] = total[filled];
+	}
+	free(at);
+	return 0;
+}
+
+/* The state of the trajectory after `steps` steps (or the scratch plan). */
+static void replay(struct rs *st, const struct layer_work *lw, size_t steps)
+{
+	const struct rp *pr = &lw->pr;
+	if (steps == SIZE_MAX) {
+		rs_load_map(st, pr, lw->scratch);
+		return;
+	}
+	rs_load_map(st, pr, pr->orig);
+	for (size_t i = 0; i < steps; i++) {
+		const struct step *s = &lw->traj.steps[i];
+		if (s->q != UINT32_MAX) {
+			rs_set(st, pr, s->p, s->f);
+			rs_set(st, pr, s->q, s->e);
+		} else {
+			rs_set(st, pr, s->p, s->f);
+		}
+	}
+	rs_eval(st, pr);
+}
+
+struct choice {
+	uint32_t *map; /* [N] */
+	unsigned char *used; /* [2 S] scratch */
+	double max;
+	uint32_t moves;
+	const char *method;
+};
+
+static bool better_choice(const struct mp_replan_options *o, const struct rp *pr, double mean,
+			  double max, uint32_t moves, const struct choice *c)
+{
+	if (o->cost_mode) {
+		double a = layer_cost(o, mean, max, moves);
+		double b = layer_cost(o, mean, c->max, c->moves);
+		return a < b - 1e-12 * (fabs(b) + 1e-300) || (a <= b && moves < c->moves);
+	}
+	return max < c->max - pr->tol || (max <= c->max + pr->tol && moves < c->moves);
+}
+
+/* Record st as the layer's choice, its slots canonical: an expert that
+ * stays on a GPU keeps its old slot, so moves = slots changed. */
+static void take(struct choice *c, const struct rs *st, const struct rp *pr, const char *method)
+{
+	canonical_slots(pr, st->slot, c->map, c->used);
+	c->max = st->max;
+	c->moves = st->moves;
+	c->method = method;
+}
+
+/* Pass 2 of a layer: the plan for its allotted moves. */
+static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, double mean,
+		      struct rs *st, struct rw *w, unsigned char *used, struct choice *c,
+		      double *bound, enum mp_place_status *status)
+{
+	struct rp *pr = &lw->pr;
+	uint32_t k = lw->budget;
+	uint32_t kc = lw->pick < lw->K ? lw->pick : lw->K;
+	*bound = pr->lb;
+	*status = MP_PLACE_FEASIBLE;
+	/* the current plan */
+	rs_load_map(st, pr, pr->orig);
+	take(c, st, pr, M_NONE);
+	if (st->max <= 0) {
+		c->method = M_ZERO;
+		*status = MP_PLACE_OPTIMAL;
+		*bound = 0;
+		return 0;
+	}
+	if (k > 0) {
+		/* the trajectory's point for k */
+		replay(st, lw, lw->curve_step[kc]);
+		if (st->moves <= k && better_choice(o, pr, mean, st->max, st->moves, c)) {
+			take(c, st, pr, lw->curve_step[kc] == SIZE_MAX ? M_SCRATCH : M_LS);
+		}
+		/* a fresh descent with exactly k moves */
+		rs_load_map(st, pr, pr->orig);
+		int rc = local_search(st, pr, w, k, NULL);
+		if (rc) {
+			return rc;
+		}
+		if (better_choice(o, pr, mean, st->max, st->moves, c)) {
+			take(c, st, pr, M_LS);
+		}
+		if (lw->scratch_moves <= k) {
+			rs_load_map(st, pr, lw->scratch);
+			if (better_choice(o, pr, mean, st->max, st->moves, c)) {
+				take(c, st, pr, M_SCRATCH);
+			}
+		}
+	}
+	if (c->max <= pr->lb + pr->tol) {
+		*status = MP_PLACE_OPTIMAL;
+		c->method = c->method == M_SCRATCH ? M_SCRATCH_BOUND : M_LS_BOUND;
+		*bound = c->max;
+		return 0;
+	}
+	if (!o->mip || k == 0) {
+		return 0;
+	}
+	rs_load_map(st, pr, c->map);
+	if (has_dup(st, pr)) {
+		return 0;
+	}
+	if (mip_columns(pr) > RP_MIP_MAX_COLS) {
+		if (c->method == M_LS) {
+			c->method = M_MIP_BIG;
+		}
+		return 0;
+	}
+	uint32_t *out = malloc(sizeof(*out) * pr->N);
+	if (!out) {
+		return MP_ENOMEM;
+	}
+	struct mip_job job = {
+		.pr = pr,
+		.seed = c->map,
+		.seed_max = c->max,
+		.cost_mode = o->cost_mode,
+		.budget = k,
+		.a = mean > 0 ? o->horizon_steps * o->layer_time_s / mean : 0,
+		.b = o->move_cost_s,
+		.time_limit_s = o->time_limit_s,
+		.verbose = o->verbose,
+		.out = out,
+	};
+	enum mip_result res = mip_solve(&job);
+	if (!o->cost_mode && job.bound > *bound) {
+		*bound = job.bound;
+	}
+	switch (res) {
+	case MIP_IMPROVED:
+	case MIP_IMPROVED_TL:
+		rs_load_map(st, pr, out);
+		if ((o->cost_mode || st->moves <= k) && better_choice(o, pr, mean, st->max, st->moves, c)) {
+			take(c, st, pr, res == MIP_IMPROVED ? M_MIP_OPT : M_MIP_IMPROVED_TL);
+			*status = res == MIP_IMPROVED ? MP_PLACE_OPTIMAL : MP_PLACE_TIME_LIMIT;
+		} else if (res == MIP_IMPROVED) {
+			/* GLPK's optimum equals the incumbent (within tolerance) */
+			c->method = M_MIP_PROVED;
+			*status = MP_PLACE_OPTIMAL;
+		} else {
+			c->method = M_MIP_TL;
+			*status = MP_PLACE_TIME_LIMIT;
+		}
+		break;
+	case MIP_NO_GAIN:
+		c->method = M_MIP_PROVED;
+		*status = MP_PLACE_OPTIMAL;
+		break;
+	case MIP_NO_GAIN_TL:
+		c->method = M_MIP_TL;
+		*status = MP_PLACE_TIME_LIMIT;
+		break;
+	case MIP_SKIPPED:
+	case MIP_ERROR:
+		break;
+	}
+	if (*status == MP_PLACE_OPTIMAL && !o->cost_mode) {
+		*bound = c->max;
+	}
+	if (*bound > c->max) {
+		*bound = c->max;
+	}
+	free(out);
+	return 0;
+}
+
+static int eval_into(const uint32_t *map, const double *w, const struct mp_placement *shape,
+		     struct mp_layer_placement *out)
+{
+	return mp_place_evaluate(map, w, shape->n_experts, shape->gpus, shape->slots_per_gpu, out);
+}
+
+/* Moves, bytes and the transfer time estimate. */
+static int collect_moves(struct mp_replan *out, const struct mp_placement *cur)
+{
+	uint32_t L = cur->n_layers;
+	uint32_t G = cur->gpus;
+	uint32_t S = cur->slots_per_gpu;
+	uint32_t N = G * S;
+	size_t n = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		for (uint32_t p = 0; p < N; p++) {
+			n += out->after.layers[l].slot_expert[p] != cur->layers[l].slot_expert[p];
+		}
+	}
+	out->n_moves = n;
+	out->moves = n ? calloc(n, sizeof(*out->moves)) : NULL;
+	uint64_t *in = calloc(G, sizeof(*in));
+	uint64_t *outb = calloc(G, sizeof(*outb));
+	if ((n && !out->moves) || !in || !outb) {
+		free(in);
+		free(outb);
+		return MP_ENOMEM;
+	}
+	size_t i = 0;
+	out->total_bytes = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		const uint32_t *old = cur->layers[l].slot_expert;
+		const uint32_t *nw = out->after.layers[l].slot_expert;
+		uint32_t count = 0;
+		for (uint32_t p = 0; p < N; p++) {
+			if (nw[p] == old[p]) {
+				continue;
+			}
+			/* the sender: an old holder of the expert with the fewest bytes out */
+			uint32_t src = UINT32_MAX;
+			for (uint32_t q = 0; q < N; q++) {
+				if (old[q] == nw[p] && (src == UINT32_MAX || outb[q / S] < outb[src])) {
+					src = q / S;
+				}
+			}
+			out->moves[i++] = (struct mp_replan_move){
+				.layer = l, .gpu = p / S, .slot = p, .old_expert = old[p],
+				.new_expert = nw[p], .source_gpu = src,
+			};
+			in[p / S] += out->expert_bytes;
+			if (src != UINT32_MAX) {
+				outb[src] += out->expert_bytes;
+			}
+			count++;
+		}
+		out->layers[l].moves = count;
+		out->layers[l].bytes = (uint64_t)count * out->expert_bytes;
+		out->total_bytes += out->layers[l].bytes;
+	}
+	uint64_t worst = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		if (in[g] > worst) {
+			worst = in[g];
+		}
+		if (outb[g] > worst) {
+			worst = outb[g];
+		}
+	}
+	out->transfer_s = (double)worst / out->link_bw_bytes_per_s;
+	free(in);
+	free(outb);
+	return 0;
+}
+
+int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loads,
+		  const struct mp_replan_options *opts, struct mp_replan *out,
+		  struct mp_diags *diags)
+{
+	struct mp_replan_options defaults;
+	if (!opts) {
+		mp_replan_options_init(&defaults);
+		opts = &defaults;
+	}
+	int rc = check_input(current, loads, opts, diags);
+	if (rc) {
+		return rc;
+	}
+	uint32_t L = current->n_layers;
+	uint32_t E = current->n_experts;
+	uint32_t G = current->gpus;
+	uint32_t S = current->slots_per_gpu;
+	uint32_t N = G * S;
+	struct mp_replan res;
+	mp_replan_init(&res);
+	struct mp_placement raw;
+	mp_placement_init(&raw);
+	struct layer_work *lws = calloc(L, sizeof(*lws));
+	struct rs st = {0};
+	struct rw w = {0};
+	unsigned char *used = malloc(2 * (size_t)S + 2);
+	struct choice c = {.used = used};
+	res.expert_bytes = opts->expert_bytes;
+	res.link_bw_bytes_per_s = opts->link_bw_bytes_per_s;
+	rc = MP_ENOMEM;
+	if (!lws || !used) {
+		goto out;
+	}
+	rc = mp_placement_alloc(&res.before, L, E, G, S);
+	if (rc == 0) {
+		rc = mp_placement_alloc(&res.after, L, E, G, S);
+	}
+	if (rc == 0) {
+		rc = mp_placement_alloc(&res.scratch, L, E, G, S);
+	}
+	if (rc) {
+		if (rc == MP_EINVAL) {
+			mp_diags_add(diags, NULL, 0, 0, rc, "cannot hold %u layers of %u slots for %u experts",
+				     L, N, E);
+		}
+		goto out;
+	}
+	/* every expert needs a slot in the current plan */
+	for (uint32_t l = 0; l < L; l++) {
+		rc = eval_into(current->layers[l].slot_expert, mp_loads_row(loads, l), current,
+			       &res.before.layers[l]);
+		if (rc) {
+			if (rc == MP_EINVAL) {
+				mp_diags_add(diags, NULL, 0, 0, rc,
+					     "layer %u of the current plan: an expert has no slot", l);
+			}
+			goto out;
+		}
+	}
+	/* 1. from scratch */
+	struct mp_place_options po;
+	mp_place_options_init(&po);
+	po.time_limit_s = opts->time_limit_s;
+	po.threads = opts->threads;
+	po.verbose = opts->verbose;
+	rc = mp_place(loads, G, S, &po, &raw, diags);
+	if (rc) {
+		goto out;
+	}
+	res.layers = calloc(L, sizeof(*res.layers));
+	c.map = malloc(sizeof(*c.map) * N);
+	w.stamp = calloc(G, sizeof(*w.stamp));
+	w.delta = calloc(G, sizeof(*w.delta));
+	w.chg = calloc(G, sizeof(*w.chg));
+	w.estamp = calloc(E, sizeof(*w.estamp));
+	rc = MP_ENOMEM;
+	if (!res.layers || !c.map || !w.stamp || !w.delta || !w.chg || !w.estamp) {
+		goto out;
+	}
+	w.mark = 0;
+	w.emark = 0;
+	/* 2. the curves */
+	for (uint32_t l = 0; l < L; l++) {
+		struct layer_work *lw = &lws[l];
+		const double *wl = mp_loads_row(loads, l);
+		double mean = res.before.layers[l].mean_load;
+		double wmax = 0;
+		for (uint32_t e = 0; e < E; e++) {
+			wmax = wl[e] > wmax ? wl[e] : wmax;
+		}
+		lw->pr = (struct rp){
+			.E = E, .G = G, .S = S, .N = N, .w = wl,
+			.orig = current->layers[l].slot_expert,
+			.tol = RP_REL_TOL * fmax(fmax(mean, wmax / G), 1e-300),
+			.lb = raw.layers[l].lower_bound,
+		};
+		lw->pr.ocnt = calloc((size_t)G * E, sizeof(*lw->pr.ocnt));
+		lw->scratch = malloc(sizeof(*lw->scratch) * N);
+		if (!lw->pr.ocnt || !lw->scratch) {
+			rc = MP_ENOMEM;
+			goto out;
+		}
+		for (uint32_t p = 0; p < N; p++) {
+			lw->pr.ocnt[(size_t)(p / S) * E + lw->pr.orig[p]]++;
+		}
+		if (!st.slot) {
+			rc = rs_alloc(&st, &lw->pr);
+			if (rc) {
+				goto out;
+			}
+		}
+		rc = layer_curve(lw, &raw.layers[l], &st, &w, used);
+		if (rc) {
+			goto out;
+		}
+	}
+	/* 3. the budget split (or, with a move cost, each layer on its own) */
+	size_t sumK = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		sumK += lws[l].K;
+	}
+	res.total_curve_len = sumK + 1;
+	res.total_curve = malloc(sizeof(*res.total_curve) * res.total_curve_len);
+	if (!res.total_curve) {
+		rc = MP_ENOMEM;
+		goto out;
+	}
+	rc = split_budget(lws, L, opts->max_moves, res.total_curve, res.total_curve_len);
+	if (rc) {
+		goto out;
+	}
+	if (opts->cost_mode) {
+		for (uint32_t l = 0; l < L; l++) {
+			struct layer_work *lw = &lws[l];
+			double mean = res.before.layers[l].mean_load;
+			uint32_t best = 0;
+			for (uint32_t k = 1; k <= lw->K; k++) {
+				if (layer_cost(opts, mean, lw->curve[k], k) <
+				    layer_cost(opts, mean, lw->curve[best], best) - 1e-15) {
+					best = k;
+				}
+			}
+			lw->pick = best;
+		}
+	}
+	/* 4. each layer's plan; a layer may also use the moves that the
+	 * layers before it left unused (the MIP can do better than the curve) */
+	uint64_t reserved = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		reserved += lws[l].pick;
+	}
+	uint64_t spent = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		struct layer_work *lw = &lws[l];
+		struct mp_replan_layer *rl = &res.layers[l];
+		double mean = res.before.layers[l].mean_load;
+		double bound = 0;
+		enum mp_place_status status = MP_PLACE_FEASIBLE;
+		reserved -= lw->pick;
+		uint64_t avail = N;
+		if (!opts->cost_mode && opts->max_moves != MP_REPLAN_UNLIMITED) {
+			avail = opts->max_moves - spent - reserved;
+		} else if (opts->cost_mode) {
+			avail = lw->pick;
+		}
+		lw->budget = (uint32_t)(avail < N ? avail : N);
+		rc = layer_plan(lw, opts, mean, &st, &w, used, &c, &bound, &status);
+		if (rc) {
+			goto out;
+		}
+		spent += c.moves;
+		rc = eval_into(c.map, lw->pr.w, current, &res.after.layers[l]);
+		if (rc == 0) {
+			rc = eval_into(lw->scratch, lw->pr.w, current, &res.scratch.layers[l]);
+		}
+		if (rc) {
+			goto out;
+		}
+		struct mp_layer_placement *a = &res.after.layers[l];
+		a->lower_bound = bound;
+		a->gap = a->max_load > 0 ? (a->max_load - bound) / a->max_load : 0;
+		if (a->gap < 0) {
+			a->gap = 0;
+		}
+		a->status = status;
+		a->method = c.method;
+		struct mp_layer_placement *s = &res.scratch.layers[l];
+		s->lower_bound = raw.layers[l].lower_bound;
+		s->status = raw.layers[l].status;
+		s->method = raw.layers[l].method;
+		s->gap = s->max_load > 0 ? (s->max_load - s->lower_bound) / s->max_load : 0;
+		*rl = (struct mp_replan_layer){
+			.max_before = res.before.layers[l].max_load,
+			.max_after = a->max_load,
+			.mean_load = mean,
+			.scratch_max = s->max_load,
+			.scratch_moves = lw->scratch_moves,
+			.lower_bound = bound,
+			.gap = a->gap,
+			.status = status,
+			.method = c.method,
+			.curve = lw->curve,
+			.curve_len = lw->K + 1,
+		};
+		for (uint32_t p = 0; p < N; p++) {
+			rl->scratch_moves_raw += raw.layers[l].slot_expert[p] != lw->pr.orig[p];
+		}
+		lw->curve = NULL;
+		res.sum_before += rl->max_before;
+		res.sum_after += rl->max_after;
+		res.sum_scratch += rl->scratch_max;
+		res.sum_bound += raw.layers[l].lower_bound;
+	}
+	res.gain = res.sum_before > 0 ? (res.sum_before - res.sum_after) / res.sum_before : 0;
+	if (opts->min_gain > 0 && res.gain < opts->min_gain) {
+		res.kept = true;
+		res.kept_gain = res.gain;
+		for (uint32_t l = 0; l < L; l++) {
+			rc = eval_into(current->layers[l].slot_expert, mp_loads_row(loads, l), current,
+				       &res.after.layers[l]);
+			if (rc) {
+				goto out;
+			}
+			res.after.layers[l].method = M_KEPT;
+			res.layers[l].max_after = res.layers[l].max_before;
+			res.layers[l].method = M_KEPT;
+			res.layers[l].status = res.after.layers[l].status;
+			res.layers[l].lower_bound = res.after.layers[l].lower_bound;
+			res.layers[l].gap = res.after.layers[l].gap;
+		}
+		res.sum_after = res.sum_before;
+		res.gain = 0;
+	}
+	double denom = res.sum_before - res.sum_scratch;
+	res.recovered = denom > 0 ? (res.sum_before - res.sum_after) / denom : 1.0;
+	rc = collect_moves(&res, current);
+	if (rc) {
+		goto out;
+	}
+	mp_replan_finish(out);
+	*out = res;
+	mp_replan_init(&res);
+out:
+	if (lws) {
+		for (uint32_t l = 0; l < L; l++) {
+			free(lws[l].pr.ocnt);
+			free(lws[l].scratch);
+			free(lws[l].curve);
+			free(lws[l].curve_step);
+			traj_free(&lws[l].traj);
+		}
+	}
+	free(lws);
+	rs_free(&st);
+	free(w.stamp);
+	free(w.delta);
+	free(w.chg);
+	free(w.estamp);
+	free(used);
+	free(c.map);
+	mp_placement_finish(&raw);
+	mp_replan_finish(&res);
+	return rc;
+}

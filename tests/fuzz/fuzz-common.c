@@ -1,0 +1,117 @@
+/* Shared by every fuzz target: the temporary folder the inputs are written
+ * to, and the checks of the loader's failure contract. */
+#include "fuzz.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef FUZZ_SOURCE_ROOT
+#define FUZZ_SOURCE_ROOT "."
+#endif
+
+static char dir[4096];
+static char input_path[4200];
+static const char *const links[][2] = {
+	{"plans/models", "plans/models"},
+	{"plans/traces", "plans/traces"},
+	{"hardware", "hardware"},
+};
+static const char *const exts[] = {".yaml", ".json", ".csv", ""};
+
+void fuzz_fail(const char *file, int line, const char *what)
+{
+	fprintf(stderr, "%s:%d: contract broken: %s\n", file, line, what);
+	abort();
+}
+
+static void cleanup(void)
+{
+	char path[4400];
+	if (!dir[0]) {
+		return;
+	}
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++) {
+		snprintf(path, sizeof(path), "%s/plans/in%s", dir, exts[i]);
+		unlink(path);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, links[i][0]);
+		unlink(path);
+	}
+	snprintf(path, sizeof(path), "%s/plans", dir);
+	rmdir(path);
+	rmdir(dir);
+	dir[0] = '\0';
+}
+
+static void setup(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	const char *root = getenv("MOEPLAN_SOURCE_ROOT");
+	char path[4400];
+	char target[4400];
+	if (!tmp || !tmp[0]) {
+		tmp = "/tmp";
+	}
+	if (!root || !root[0]) {
+		root = FUZZ_SOURCE_ROOT;
+	}
+	snprintf(dir, sizeof(dir), "%s/moeplan-fuzz-XXXXXX", tmp);
+	if (!mkdtemp(dir)) {
+		fprintf(stderr, "fuzz: cannot make a folder in %s: %s\n", tmp, strerror(errno));
+		abort();
+	}
+	atexit(cleanup);
+	snprintf(path, sizeof(path), "%s/plans", dir);
+	if (mkdir(path, 0700) != 0) {
+		fprintf(stderr, "fuzz: %s: %s\n", path, strerror(errno));
+		abort();
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(target, sizeof(target), "%s/%s", root, links[i][1]);
+		snprintf(path, sizeof(path), "%s/%s", dir, links[i][0]);
+		if (symlink(target, path) != 0) {
+			fprintf(stderr, "fuzz: %s: %s\n", path, strerror(errno));
+			abort();
+		}
+	}
+}
+
+const char *fuzz_write_input(const uint8_t *data, size_t size, const char *ext)
+{
+	if (!dir[0]) {
+		setup();
+	}
+	snprintf(input_path, sizeof(input_path), "%s/plans/in%s", dir, ext);
+	FILE *f = fopen(input_path, "wb");
+	if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f) != 0) {
+		fprintf(stderr, "fuzz: cannot write %s: %s\n", input_path, strerror(errno));
+		abort();
+	}
+	return input_path;
+}
+
+void fuzz_check_failure(int rc, const struct mp_diags *diags, size_t size)
+{
+	FUZZ_CHECK(rc == MP_EINVAL || rc == MP_EIO || rc == MP_ENOMEM);
+	if (rc == MP_ENOMEM) {
+		return;
+	}
+	/* Every refusal says what is wrong. */
+	FUZZ_CHECK(diags->count > 0);
+	for (size_t i = 0; i < diags->count; i++) {
+		const struct mp_diag *d = &diags->items[i];
+		FUZZ_CHECK(d->file != NULL);
+		FUZZ_CHECK(d->message != NULL && d->message[0] != '\0');
+		FUZZ_CHECK(strchr(d->message, '\n') == NULL);
+		/* 1-based positions inside the input (a scenario's messages may
+		 * point into a referenced preset, which is never longer than
+		 * a few hundred lines); 0 = unknown. */
+		FUZZ_CHECK(d->line >= 0 && d->column >= 0);
+		FUZZ_CHECK((size_t)d->line <= size + 1000 && (size_t)d->column <= size + 1000);
+	}
+}
