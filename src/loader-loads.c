@@ -45,7 +45,9 @@ static int loads_from(struct mp_loads *out, const double *v, uint32_t rows, uint
 		free(source);
 		return rc;
 	}
-	memcpy(tmp.w, v, (size_t)rows * cols * sizeof(double));
+	if (v) {
+		memcpy(tmp.w, v, (size_t)rows * cols * sizeof(double));
+	}
 	tmp.source = source;
 	mp_loads_finish(out);
 	*out = tmp;
@@ -734,10 +736,10 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 				    "unknown phase '%s' (expected decode or prefill)", phase);
 	}
 	int rc = ld_open(&ld, path, diags);
-	if (rc != 0) {
-		goto out;
-	}
 	struct map_source m = {0};
+	if (rc != 0) {
+		goto done;
+	}
 	find_map(&ld, ld_root(&ld), phase, &m);
 	uint32_t rows = 0;
 	uint32_t slots = 0;
@@ -841,7 +843,6 @@ done:
 		*out = tmp;
 		mp_placement_init(&tmp);
 	}
-out:
 	ld_close(&ld);
 	free(ids);
 	mp_placement_finish(&tmp);

@@ -15,6 +15,9 @@
 
 #include "loader-internal.h"
 
+/* MP_MAX_INPUT_BYTES as a 64-bit count. */
+static const uint64_t max_input = (uint64_t)MP_MAX_INPUT_BYTES;
+
 /* ---------------------------------------------------------------- files */
 
 char *ld_strdup(const char *s)
@@ -83,7 +86,7 @@ int ld_read_text(const char *path, struct ld_text *out, struct mp_diags *diags)
 		rc = mp_diags_add(diags, path, 0, 0, MP_EINVAL, "is a directory, expected a file");
 		goto out;
 	}
-	if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > MP_MAX_INPUT_BYTES) {
+	if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max_input) {
 		rc = mp_diags_add(diags, path, 0, 0, MP_EINVAL,
 				  "file is too large: %jd bytes (inputs are limited to %u bytes)",
 				  (intmax_t)st.st_size, MP_MAX_INPUT_BYTES);
@@ -91,7 +94,7 @@ int ld_read_text(const char *path, struct ld_text *out, struct mp_diags *diags)
 	}
 	for (;;) {
 		if (size == capacity) {
-			if (capacity > MP_MAX_INPUT_BYTES) {
+			if (capacity > max_input) {
 				rc = mp_diags_add(diags, path, 0, 0, MP_EINVAL,
 						  "input is too large: more than %u bytes",
 						  MP_MAX_INPUT_BYTES);
@@ -101,8 +104,8 @@ int ld_read_text(const char *path, struct ld_text *out, struct mp_diags *diags)
 			if (S_ISREG(st.st_mode) && capacity == 0 && st.st_size > 0) {
 				grow = (size_t)st.st_size + 1;
 			}
-			if (grow > (size_t)MP_MAX_INPUT_BYTES + 1) {
-				grow = (size_t)MP_MAX_INPUT_BYTES + 1;
+			if (grow > max_input + 1) {
+				grow = (size_t)max_input + 1;
 			}
 			if (grow <= capacity) {
 				grow = capacity + 1;
@@ -133,7 +136,7 @@ int ld_read_text(const char *path, struct ld_text *out, struct mp_diags *diags)
 			break;
 		}
 		size += (size_t)n;
-		if (size > MP_MAX_INPUT_BYTES) {
+		if (size > max_input) {
 			rc = mp_diags_add(diags, path, 0, 0, MP_EINVAL,
 					  "input is too large: more than %u bytes", MP_MAX_INPUT_BYTES);
 			goto out;
@@ -176,6 +179,7 @@ void ld_fail(struct ld *ld, int code)
 	}
 }
 
+__attribute__((format(printf, 4, 0)))
 static void verror_at(struct ld *ld, int line, int column, const char *fmt, va_list ap)
 {
 	ld_fail(ld, MP_EINVAL);
@@ -272,7 +276,8 @@ static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
 					text->data[i - 1] == '\n')) {
 			comment = true;
 		} else if (c == '[' || c == '{') {
-			if (++depth > LD_MAX_FLOW_DEPTH) {
+			depth++;
+			if (depth > LD_MAX_FLOW_DEPTH) {
 				int line = 0;
 				int column = 0;
 				position_of(text->data, i, &line, &column);
@@ -383,7 +388,7 @@ bool ld_is_null(const yaml_node_t *node)
 		return false;
 	}
 	const char *v = (const char *)node->data.scalar.value;
-	return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
+	return !v || v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
 	       strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
 }
 
@@ -404,7 +409,11 @@ static const char *quote_value(const char *value, char *buf, size_t size)
 	assert(size > 8);
 	for (; value[i] && n + 4 < size && i < 60; i++) {
 		unsigned char c = (unsigned char)value[i];
-		buf[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+		buf[n] = value[i];
+		if (c < 0x20 || c == 0x7f) {
+			buf[n] = '?';
+		}
+		n++;
 	}
 	if (value[i]) {
 		memcpy(buf + n, "...", 3);
@@ -732,11 +741,9 @@ static bool unit_of_kind(const char *kind, const char *unit, double *factor)
 	if (strcmp(kind, "flop/s") == 0) {
 		return find_rate_unit(unit, factor);
 	}
-	if (strcmp(kind, "seconds") == 0) {
-		return find_unit(time_units, unit, factor);
-	}
-	assert(!"unknown quantity kind");
-	return false;
+	/* Any other kind is a programming error. */
+	assert(strcmp(kind, "seconds") == 0);
+	return find_unit(time_units, unit, factor);
 }
 
 static const char *const quantity_kinds[] = {"bytes", "bytes/s", "flop/s", "seconds", NULL};

@@ -76,5 +76,11 @@ uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, u
 		}
 		break;
 	}
+	/* A GPU never holds two replicas of one expert, so no GPU can use
+	 * more than E slots: at narrow widths the redundancy rule is capped
+	 * (EP1 holds each expert exactly once). */
+	if (slots > (uint64_t)n_experts * ep) {
+		slots = (uint64_t)n_experts * ep;
+	}
 	return slots > UINT32_MAX ? 0 : (uint32_t)slots;
 }

@@ -377,6 +377,7 @@ static size_t list_commands(char names[][32], size_t cap)
 		assert_non_null(p);
 		p++;
 	}
+	cli_result_free(&r);
 	return n;
 }
 

@@ -62,6 +62,8 @@ void mp_scenario_init(struct mp_scenario *scenario);
 void mp_scenario_finish(struct mp_scenario *scenario);
 
 /** Total slots for E logical experts at width ep under a phase's rule.
+ * The total is capped at E * ep (a GPU never holds one expert twice, so
+ * at most E slots per GPU are usable: EP1 holds each expert once).
  * Returns 0 when ep is 0, when the fixed per-GPU count is below E/ep, or
  * when the total would exceed UINT32_MAX. */
 uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);

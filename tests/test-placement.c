@@ -1,0 +1,568 @@
+/* Tests of the placement solver (issue 4 item 8, issue 2 item 8).
+ *
+ * Every expected optimum comes from outside the solver: an exhaustive
+ * search written here (all replica counts and all assignments), a hand
+ * calculation in the comment, or the figures quoted in the issues from
+ * DeepSeek's EPLB README.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/placement.h"
+#include "moeplan/traffic.h"
+
+#define assert_close(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol))
+
+/* ---- exhaustive search ------------------------------------------------ */
+
+/* Each expert picks the set of GPUs holding its replicas (a bitmask, so
+ * never two on one GPU); r_e is the set's size. GPUs must end with exactly
+ * S slots. Returns the smallest busiest-GPU load. */
+struct brute {
+	const double *w;
+	uint32_t E, G, S;
+	uint32_t used[8];
+	uint32_t mask[8];
+	double best;
+};
+
+static void brute_rec(struct brute *b, uint32_t e, uint32_t slots_left)
+{
+	if (e == b->E) {
+		if (slots_left != 0) {
+			return;
+		}
+		double load[8] = { 0 };
+		for (uint32_t x = 0; x < b->E; x++) {
+			uint32_t r = (uint32_t)__builtin_popcount(b->mask[x]);
+			for (uint32_t g = 0; g < b->G; g++) {
+				if (b->mask[x] & (1u << g)) {
+					load[g] += b->w[x] / r;
+				}
+			}
+		}
+		double mx = 0;
+		for (uint32_t g = 0; g < b->G; g++) {
+			mx = load[g] > mx ? load[g] : mx;
+		}
+		if (mx < b->best) {
+			b->best = mx;
+		}
+		return;
+	}
+	/* every later expert needs at least one slot */
+	for (uint32_t m = 1; m < (1u << b->G); m++) {
+		uint32_t r = (uint32_t)__builtin_popcount(m);
+		if (r > slots_left || slots_left - r < b->E - e - 1) {
+			continue;
+		}
+		bool ok = true;
+		for (uint32_t g = 0; g < b->G; g++) {
+			if ((m & (1u << g)) && b->used[g] >= b->S) {
+				ok = false;
+			}
+		}
+		if (!ok) {
+			continue;
+		}
+		for (uint32_t g = 0; g < b->G; g++) {
+			if (m & (1u << g)) {
+				b->used[g]++;
+			}
+		}
+		b->mask[e] = m;
+		brute_rec(b, e + 1, slots_left - r);
+		for (uint32_t g = 0; g < b->G; g++) {
+			if (m & (1u << g)) {
+				b->used[g]--;
+			}
+		}
+	}
+}
+
+static double brute_optimum(const double *w, uint32_t E, uint32_t G, uint32_t S)
+{
+	struct brute b = { .w = w, .E = E, .G = G, .S = S, .best = INFINITY };
+	brute_rec(&b, 0, G * S);
+	return b.best;
+}
+
+/* ---- helpers --------------------------------------------------------- */
+
+/* Checks the invariants of any plan: ids in range, every expert present,
+ * replicas match the map, no expert twice on a GPU, loads add up, and
+ * max_load >= lower_bound. */
+static void assert_valid_layer(const struct mp_layer_placement *lp, const double *w, uint32_t E,
+			       uint32_t G, uint32_t S)
+{
+	uint32_t *count = calloc(E, sizeof(*count));
+	assert_non_null(count);
+	double mx = 0;
+	double sum = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		double load = 0;
+		for (uint32_t i = 0; i < S; i++) {
+			uint32_t e = lp->slot_expert[g * S + i];
+			assert_true(e < E);
+			count[e]++;
+			for (uint32_t j = 0; j < i; j++) {
+				assert_int_not_equal(lp->slot_expert[g * S + j], e);
+			}
+		}
+		for (uint32_t i = 0; i < S; i++) {
+			load += lp->slot_load[g * S + i];
+		}
+		assert_close(load, lp->gpu_load[g], 1e-9 * (load + 1));
+		mx = load > mx ? load : mx;
+	}
+	for (uint32_t e = 0; e < E; e++) {
+		assert_true(count[e] >= 1);
+		assert_int_equal(count[e], lp->replicas[e]);
+		sum += w[e];
+	}
+	for (uint32_t p = 0; p < G * S; p++) {
+		uint32_t e = lp->slot_expert[p];
+		assert_close(lp->slot_load[p], w[e] / count[e], 1e-9 * (w[e] + 1));
+	}
+	assert_close(mx, lp->max_load, 1e-9 * (mx + 1));
+	assert_close(sum / G, lp->mean_load, 1e-9 * (sum + 1));
+	assert_true(lp->max_load >= lp->lower_bound - 1e-9 * (mx + 1));
+	free(count);
+}
+
+static void opts_quiet(struct mp_place_options *o)
+{
+	mp_place_options_init(o);
+	o->time_limit_s = 20;
+	o->threads = 1;
+}
+
+/* ---- tests ------------------------------------------------------------ */
+
+/* Small instances (E <= 5, G <= 3, S <= 3) with loads chosen to include
+ * ties, zeros and one dominant expert: the solver's busiest GPU equals the
+ * exhaustive optimum, it says so (status optimal), and its lower bound is
+ * not above that optimum. */
+static void placement__brute_force_agrees_on_small_instances(void **state)
+{
+	(void)state;
+	static const double loads[][5] = {
+		{ 10, 7, 5, 3, 1 },
+		{ 9, 9, 9, 9, 9 },
+		{ 40, 3, 2, 1, 0 },
+		{ 13, 11, 2, 0, 0 },
+		{ 5, 8, 1, 12, 6 },
+		{ 100, 1, 1, 1, 1 },
+		{ 3, 17, 4, 9, 2 },
+	};
+	int checked = 0;
+	for (size_t li = 0; li < sizeof(loads) / sizeof(loads[0]); li++) {
+		for (uint32_t E = 2; E <= 5; E++) {
+			for (uint32_t G = 1; G <= 3; G++) {
+				for (uint32_t S = 1; S <= 3; S++) {
+					if (G * S < E || S > E) {
+						continue;
+					}
+					const double *w = loads[li];
+					double opt = brute_optimum(w, E, G, S);
+					struct mp_placement p;
+					mp_placement_init(&p);
+					assert_int_equal(mp_placement_alloc(&p, 1, E, G, S), 0);
+					struct mp_place_options o;
+					opts_quiet(&o);
+					assert_int_equal(mp_place_layer(w, E, G, S, &o, &p.layers[0]), 0);
+					const struct mp_layer_placement *lp = &p.layers[0];
+					assert_valid_layer(lp, w, E, G, S);
+					if (fabs(lp->max_load - opt) > 1e-9 * (opt + 1)) {
+						fail_msg("loads #%zu E=%u G=%u S=%u: solver %g, exhaustive optimum %g",
+							 li, E, G, S, lp->max_load, opt);
+					}
+					assert_int_equal(lp->status, MP_PLACE_OPTIMAL);
+					assert_true(lp->lower_bound <= opt * (1 + 1e-9) + 1e-12);
+					assert_true(mp_place_lower_bound(w, E, G, S) <= opt * (1 + 1e-9) + 1e-12);
+					mp_placement_finish(&p);
+					checked++;
+				}
+			}
+		}
+	}
+	assert_true(checked > 100);
+}
+
+/* DeepSeek EPLB's README example (issue 2 item 8 and issue 4): 2 layers x
+ * 12 experts, 16 slots on 8 GPUs; the optimum busiest-GPU loads are 136
+ * and 172, and they must be proven optimal. EPLB's global policy leaves
+ * the first layer's busiest GPU at 138.5 (issue 4, "Why"). */
+static const double eplb_example[2][12] = {
+	{ 90, 132, 40, 61, 104, 165, 39, 4, 73, 56, 183, 86 },
+	{ 20, 107, 104, 64, 19, 197, 187, 157, 172, 86, 16, 27 },
+};
+
+static void placement__eplb_readme_example_is_proven_optimal(void **state)
+{
+	(void)state;
+	struct mp_loads loads;
+	mp_loads_init(&loads);
+	assert_int_equal(mp_loads_alloc(&loads, 2, 12), 0);
+	memcpy(loads.w, eplb_example, sizeof(eplb_example));
+	struct mp_place_options o;
+	mp_place_options_init(&o);
+	struct mp_placement p;
+	mp_placement_init(&p);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_place(&loads, 8, 2, &o, &p, &d), 0);
+	assert_int_equal(p.n_layers, 2);
+	static const double optimum[2] = { 136, 172 };
+	for (uint32_t l = 0; l < 2; l++) {
+		const struct mp_layer_placement *lp = &p.layers[l];
+		assert_valid_layer(lp, eplb_example[l], 12, 8, 2);
+		assert_close(lp->max_load, optimum[l], 1e-9);
+		assert_close(lp->lower_bound, optimum[l], 1e-9);
+		assert_int_equal(lp->status, MP_PLACE_OPTIMAL);
+		assert_close(lp->gap, 0, 1e-12);
+	}
+	mp_placement_finish(&p);
+	mp_diags_finish(&d);
+	mp_loads_finish(&loads);
+}
+
+static void placement__eplb_global_policy_gives_138_5(void **state)
+{
+	(void)state;
+	struct mp_placement p;
+	mp_placement_init(&p);
+	assert_int_equal(mp_placement_alloc(&p, 1, 12, 8, 2), 0);
+	assert_int_equal(mp_place_eplb(eplb_example[0], 12, 8, 2, &p.layers[0]), 0);
+	assert_close(p.layers[0].max_load, 138.5, 1e-9);
+	mp_placement_finish(&p);
+}
+
+/* The solver never does worse than EPLB's plan on the same loads. */
+static void placement__never_worse_than_eplb(void **state)
+{
+	(void)state;
+	struct mp_loads zipf;
+	mp_loads_init(&zipf);
+	/* load[l][e] = floor(1e6 / (((97 e + 31 l) mod E) + 1)^s), issue 4 item 6 */
+	const uint32_t L = 4;
+	const uint32_t E = 64;
+	assert_int_equal(mp_loads_alloc(&zipf, L, E), 0);
+	for (uint32_t l = 0; l < L; l++) {
+		for (uint32_t e = 0; e < E; e++) {
+			zipf.w[l * E + e] = floor(1e6 / pow((double)((97 * e + 31 * l) % E + 1), 1.0));
+		}
+	}
+	static const uint32_t shapes[][2] = { { 8, 9 }, { 16, 5 }, { 32, 3 } };
+	for (size_t k = 0; k < 3; k++) {
+		uint32_t G = shapes[k][0];
+		uint32_t S = shapes[k][1];
+		struct mp_place_options o;
+		opts_quiet(&o);
+		o.time_limit_s = 2;
+		struct mp_placement p;
+		struct mp_placement ep;
+		mp_placement_init(&p);
+		mp_placement_init(&ep);
+		assert_int_equal(mp_place(&zipf, G, S, &o, &p, NULL), 0);
+		assert_int_equal(mp_placement_alloc(&ep, 1, E, G, S), 0);
+		for (uint32_t l = 0; l < L; l++) {
+			assert_valid_layer(&p.layers[l], mp_loads_row(&zipf, l), E, G, S);
+			assert_int_equal(mp_place_eplb(mp_loads_row(&zipf, l), E, G, S, &ep.layers[0]), 0);
+			assert_true(p.layers[l].max_load <= ep.layers[0].max_load * (1 + 1e-12));
+		}
+		mp_placement_finish(&p);
+		mp_placement_finish(&ep);
+	}
+	mp_loads_finish(&zipf);
+}
+
+/* Same plan with 1 and 2 worker threads. */
+static void placement__deterministic_across_threads(void **state)
+{
+	(void)state;
+	struct mp_loads loads;
+	mp_loads_init(&loads);
+	const uint32_t L = 6;
+	const uint32_t E = 40;
+	assert_int_equal(mp_loads_alloc(&loads, L, E), 0);
+	for (uint32_t l = 0; l < L; l++) {
+		for (uint32_t e = 0; e < E; e++) {
+			loads.w[l * E + e] = floor(1e6 / pow((double)((97 * e + 31 * l) % E + 1), 0.8));
+		}
+	}
+	struct mp_placement a;
+	struct mp_placement b;
+	mp_placement_init(&a);
+	mp_placement_init(&b);
+	struct mp_place_options o;
+	opts_quiet(&o);
+	o.time_limit_s = 60; /* never reached: a limit would make runs differ */
+	o.threads = 1;
+	assert_int_equal(mp_place(&loads, 8, 6, &o, &a, NULL), 0);
+	o.threads = 2;
+	assert_int_equal(mp_place(&loads, 8, 6, &o, &b, NULL), 0);
+	for (uint32_t l = 0; l < L; l++) {
+		assert_memory_equal(a.layers[l].slot_expert, b.layers[l].slot_expert,
+				    sizeof(uint32_t) * 48);
+		assert_memory_equal(a.layers[l].gpu_load, b.layers[l].gpu_load, sizeof(double) * 8);
+		assert_true(a.layers[l].lower_bound == b.layers[l].lower_bound);
+		assert_int_equal(a.layers[l].status, b.layers[l].status);
+	}
+	mp_placement_finish(&a);
+	mp_placement_finish(&b);
+	mp_loads_finish(&loads);
+}
+
+/* A hand-written map: E = 3, w = {6, 2, 4}, 2 GPUs x 2 slots,
+ * GPU 0 = [0, 1], GPU 1 = [0, 2]. Expert 0 has 2 replicas of 3 each:
+ * slot loads 3, 2, 3, 4; GPU loads 5 and 7; mean 12 / 2 = 6.
+ * Bound by hand: mean 6; the smallest largest item is 4 (r = 2,1,1), plus
+ * the smallest possible other item, w_1 / 2 = 1: 5 < 6; so 6. */
+static void placement__evaluate_hand_map(void **state)
+{
+	(void)state;
+	static const double w[3] = { 6, 2, 4 };
+	static const uint32_t map[4] = { 0, 1, 0, 2 };
+	struct mp_placement p;
+	mp_placement_init(&p);
+	assert_int_equal(mp_placement_alloc(&p, 1, 3, 2, 2), 0);
+	struct mp_layer_placement *lp = &p.layers[0];
+	assert_int_equal(mp_place_evaluate(map, w, 3, 2, 2, lp), 0);
+	static const double slot_load[4] = { 3, 2, 3, 4 };
+	for (int i = 0; i < 4; i++) {
+		assert_close(lp->slot_load[i], slot_load[i], 1e-12);
+	}
+	assert_int_equal(lp->replicas[0], 2);
+	assert_int_equal(lp->replicas[1], 1);
+	assert_int_equal(lp->replicas[2], 1);
+	assert_close(lp->gpu_load[0], 5, 1e-12);
+	assert_close(lp->gpu_load[1], 7, 1e-12);
+	assert_close(lp->max_load, 7, 1e-12);
+	assert_close(lp->mean_load, 6, 1e-12);
+	assert_close(lp->lower_bound, 6, 1e-12);
+	assert_close(lp->gap, 1.0 / 7.0, 1e-12);
+	assert_int_equal(lp->status, MP_PLACE_FEASIBLE);
+
+	/* an id out of range, and an expert left out, are refused */
+	static const uint32_t bad_id[4] = { 0, 1, 0, 3 };
+	static const uint32_t missing[4] = { 0, 1, 0, 1 };
+	assert_int_equal(mp_place_evaluate(bad_id, w, 3, 2, 2, lp), MP_EINVAL);
+	assert_int_equal(mp_place_evaluate(missing, w, 3, 2, 2, lp), MP_EINVAL);
+	assert_close(lp->max_load, 7, 1e-12); /* untouched */
+	mp_placement_finish(&p);
+}
+
+/* Weighted split, by hand: w = {5, 1, 0}, 2 GPUs x 2 slots, one spare
+ * slot. Even split: the best is r = (2,1,1): [5/2, 1] and [5/2, 0] gives
+ * 3.5 (the exhaustive search agrees). Weighted: expert 0 sends 2 to the
+ * GPU with expert 1 and 3 to the other: 3 and 3, the mean. */
+static void placement__weighted_split_reaches_the_mean(void **state)
+{
+	(void)state;
+	static const double w[3] = { 5, 1, 0 };
+	assert_close(brute_optimum(w, 3, 2, 2), 3.5, 1e-12);
+	struct mp_placement p;
+	mp_placement_init(&p);
+	assert_int_equal(mp_placement_alloc(&p, 1, 3, 2, 2), 0);
+	struct mp_place_options o;
+	opts_quiet(&o);
+	assert_int_equal(mp_place_layer(w, 3, 2, 2, &o, &p.layers[0]), 0);
+	assert_close(p.layers[0].max_load, 3.5, 1e-9);
+	o.split = MP_SPLIT_WEIGHTED;
+	assert_int_equal(mp_place_layer(w, 3, 2, 2, &o, &p.layers[0]), 0);
+	assert_close(p.layers[0].max_load, 3, 1e-9);
+	assert_close(p.layers[0].lower_bound, 3, 1e-9);
+	assert_int_equal(p.layers[0].status, MP_PLACE_OPTIMAL);
+	double share = 0;
+	for (int i = 0; i < 4; i++) {
+		if (p.layers[0].slot_expert[i] == 0) {
+			share += p.layers[0].slot_load[i];
+		}
+	}
+	assert_close(share, 5, 1e-9);
+	mp_placement_finish(&p);
+}
+
+/* Node loads are the sums of their GPUs' loads. */
+static void placement__node_loads_sum_gpus(void **state)
+{
+	(void)state;
+	struct mp_loads loads;
+	mp_loads_init(&loads);
+	assert_int_equal(mp_loads_alloc(&loads, 1, 12), 0);
+	memcpy(loads.w, eplb_example[1], sizeof(eplb_example[1]));
+	struct mp_place_options o;
+	opts_quiet(&o);
+	o.gpus_per_node = 4;
+	struct mp_placement p;
+	mp_placement_init(&p);
+	assert_int_equal(mp_place(&loads, 8, 2, &o, &p, NULL), 0);
+	const struct mp_layer_placement *lp = &p.layers[0];
+	assert_non_null(lp->node_load);
+	assert_int_equal(p.gpus_per_node, 4);
+	for (uint32_t n = 0; n < 2; n++) {
+		double s = 0;
+		for (uint32_t g = 4 * n; g < 4 * n + 4; g++) {
+			s += lp->gpu_load[g];
+		}
+		assert_close(lp->node_load[n], s, 1e-9);
+	}
+	mp_placement_finish(&p);
+	mp_loads_finish(&loads);
+}
+
+/* Shapes the model forbids are refused with a diagnostic. */
+static void placement__rejects_impossible_shapes(void **state)
+{
+	(void)state;
+	struct mp_loads loads;
+	mp_loads_init(&loads);
+	assert_int_equal(mp_loads_alloc(&loads, 1, 12), 0);
+	memcpy(loads.w, eplb_example[0], sizeof(eplb_example[0]));
+	struct mp_placement p;
+	mp_placement_init(&p);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	/* 8 x 1 = 8 slots < 12 experts */
+	assert_int_equal(mp_place(&loads, 8, 1, NULL, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 1);
+	assert_non_null(strstr(d.items[0].message, "fewer than the 12 logical experts"));
+	/* 13 slots per GPU > 12 experts: some expert would sit twice on a GPU */
+	assert_int_equal(mp_place(&loads, 1, 13, NULL, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 2);
+	/* 8 GPUs in nodes of 3 */
+	struct mp_place_options o;
+	mp_place_options_init(&o);
+	o.gpus_per_node = 3;
+	assert_int_equal(mp_place(&loads, 8, 2, &o, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 3);
+	/* a negative load */
+	loads.w[3] = -1;
+	assert_int_equal(mp_place(&loads, 8, 2, NULL, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 4);
+	assert_null(p.layers);
+	mp_diags_finish(&d);
+	mp_loads_finish(&loads);
+}
+
+/* Real traces (OLMoE, 64 experts; Switch, 128 experts with zero loads):
+ * every plan is valid and at least as good as EPLB's. */
+static int read_csv(const char *path, struct mp_loads *out)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		return -1;
+	}
+	char line[8192];
+	uint32_t rows = 0;
+	uint32_t cols = 0;
+	double *w = NULL;
+	while (fgets(line, sizeof(line), f)) {
+		if (line[0] == '#') {
+			continue;
+		}
+		uint32_t c = 0;
+		double vals[512];
+		char *p = line;
+		for (;;) {
+			char *end;
+			vals[c++] = strtod(p, &end);
+			p = end;
+			if (*p != ',' || c == 512) {
+				break;
+			}
+			p++;
+		}
+		if (rows == 0) {
+			cols = c;
+		}
+		double *nw = realloc(w, sizeof(*w) * (rows + 1) * cols);
+		if (!nw || c != cols) {
+			free(nw ? nw : w);
+			fclose(f);
+			return -1;
+		}
+		w = nw;
+		memcpy(w + rows * cols, vals, sizeof(double) * cols);
+		rows++;
+	}
+	fclose(f);
+	if (mp_loads_alloc(out, rows, cols) != 0) {
+		free(w);
+		return -1;
+	}
+	memcpy(out->w, w, sizeof(double) * rows * cols);
+	free(w);
+	return 0;
+}
+
+static void placement__real_traces_give_valid_plans(void **state)
+{
+	(void)state;
+	const char *shared = getenv("MOEPLAN_SHARED");
+	if (!shared) {
+		skip();
+	}
+	static const struct {
+		const char *file;
+		uint32_t gpus, slots;
+	} cases[] = {
+		{ "olmoe_github.csv", 8, 72 },
+		{ "switch128_bookcorpus.csv", 16, 144 },
+	};
+	for (size_t k = 0; k < 2; k++) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s/traces/%s", shared, cases[k].file);
+		struct mp_loads loads;
+		mp_loads_init(&loads);
+		assert_int_equal(read_csv(path, &loads), 0);
+		uint32_t G = cases[k].gpus;
+		uint32_t S = cases[k].slots / G;
+		struct mp_place_options o;
+		opts_quiet(&o);
+		o.time_limit_s = 2;
+		o.threads = 2;
+		struct mp_placement p;
+		struct mp_placement ep;
+		mp_placement_init(&p);
+		mp_placement_init(&ep);
+		assert_int_equal(mp_place(&loads, G, S, &o, &p, NULL), 0);
+		assert_int_equal(mp_placement_alloc(&ep, 1, loads.n_experts, G, S), 0);
+		for (uint32_t l = 0; l < loads.n_layers; l++) {
+			const double *w = mp_loads_row(&loads, l);
+			assert_valid_layer(&p.layers[l], w, loads.n_experts, G, S);
+			assert_int_equal(mp_place_eplb(w, loads.n_experts, G, S, &ep.layers[0]), 0);
+			assert_true(p.layers[l].max_load <= ep.layers[0].max_load * (1 + 1e-12));
+			assert_non_null(p.layers[l].method);
+		}
+		mp_placement_finish(&p);
+		mp_placement_finish(&ep);
+		mp_loads_finish(&loads);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(placement__brute_force_agrees_on_small_instances),
+		cmocka_unit_test(placement__eplb_readme_example_is_proven_optimal),
+		cmocka_unit_test(placement__eplb_global_policy_gives_138_5),
+		cmocka_unit_test(placement__never_worse_than_eplb),
+		cmocka_unit_test(placement__deterministic_across_threads),
+		cmocka_unit_test(placement__evaluate_hand_map),
+		cmocka_unit_test(placement__weighted_split_reaches_the_mean),
+		cmocka_unit_test(placement__node_loads_sum_gpus),
+		cmocka_unit_test(placement__rejects_impossible_shapes),
+		cmocka_unit_test(placement__real_traces_give_valid_plans),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

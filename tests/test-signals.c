@@ -1,0 +1,346 @@
+/* No data lost (issue 8): outputs go to a temporary file next to the
+ * target and are renamed into place; SIGTERM or SIGINT at any moment
+ * leaves either no output or the complete one, and never a temporary file;
+ * an input is never overwritten by -o; outputs do not depend on the run or
+ * on the thread count.
+ *
+ * The runs use the built CLI ($MOEPLAN) on the shipped presets. Catching a
+ * run in the middle of writing is not left to timing: the test watches the
+ * output folder with inotify, stops the process (SIGSTOP) the moment its
+ * temporary file appears, checks that the file is there, and only then
+ * sends the signal and lets the process continue.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli-run.h"
+
+/* ------------------------------------------------------------ helpers */
+
+static char dir[256];
+
+static int dir_setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/moeplan-signals-XXXXXX");
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+/* Remove every file in dir (one level of subfolders too), then dir. */
+static void remove_tree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (!d) {
+		return;
+	}
+	for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+			continue;
+		}
+		char p[1024];
+		snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+		struct stat st;
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+			remove_tree(p);
+		} else {
+			unlink(p);
+		}
+	}
+	closedir(d);
+	rmdir(path);
+}
+
+static int dir_teardown(void **state)
+{
+	(void)state;
+	remove_tree(dir);
+	return 0;
+}
+
+static const char *in_dir(const char *name)
+{
+	static char bufs[8][512];
+	static int next;
+	char *b = bufs[next++ % 8];
+	snprintf(b, sizeof(bufs[0]), "%s/%s", dir, name);
+	return b;
+}
+
+static bool file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* Names in dir that contain ".tmp" (a temporary output left behind). */
+static int count_tmp_files(void)
+{
+	int n = 0;
+	DIR *d = opendir(dir);
+	assert_non_null(d);
+	for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+		if (strstr(e->d_name, ".tmp")) {
+			fprintf(stderr, "left behind: %s/%s\n", dir, e->d_name);
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char *text = cli_slurp(from);
+	assert_non_null(text);
+	FILE *f = fopen(to, "wb");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+	free(text);
+}
+
+/* Start `moeplan ARGS...` (NULL-terminated) in the background, its
+ * output and errors to /dev/null; returns the pid. */
+static pid_t spawn(const char *arg0, ...)
+{
+	const char *exe = getenv("MOEPLAN");
+	const char *argv[32];
+	int argc = 0;
+	argv[argc++] = exe ? exe : "moeplan";
+	va_list ap;
+	va_start(ap, arg0);
+	for (const char *a = arg0; a && argc < 31; a = va_arg(ap, const char *)) {
+		argv[argc++] = a;
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(argv[0], (char *const *)(void *)argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* The scenario these tests run: the shipped DeepSeek-V4.1-Flash plan,
+ * whose output is about half a megabyte of YAML, so writing it takes long
+ * enough to be caught in the middle. */
+static const char *scenario(void)
+{
+	return src_path("plans/default.yaml");
+}
+
+/* ------------------------------------------------------------- tests */
+
+/* SIGTERM 0.5 s into a run (while the solver works, before any output):
+ * the process dies of the signal and leaves nothing in the folder. */
+static void signals__sigterm_mid_run_leaves_nothing(void **state)
+{
+	(void)state;
+	const char *out = in_dir("plan.yaml");
+	pid_t pid = spawn("plan", scenario(), "--threads", "1", "-o", out, NULL);
+	struct timespec half = {.tv_sec = 0, .tv_nsec = 500000000};
+	nanosleep(&half, NULL);
+	int status = 0;
+	if (waitpid(pid, &status, WNOHANG) == pid) {
+		fail_msg("the run ended within 0.5 s (status %d): no longer a test of a kill mid-run",
+			 status);
+	}
+	assert_int_equal(kill(pid, SIGTERM), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGTERM);
+	assert_false(file_exists(out));
+	assert_int_equal(count_tmp_files(), 0);
+}
+
+/* Run the plan to out, stop it the moment its temporary file appears,
+ * send sig, let it go on. Returns true when the process was caught with
+ * its temporary file present (else it had already renamed it). */
+static bool kill_while_writing(const char *out, int sig, int *status)
+{
+	int fd = inotify_init1(IN_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_true(inotify_add_watch(fd, dir, IN_CREATE) >= 0);
+	pid_t pid = spawn("plan", scenario(), "-o", out, NULL);
+	const char *base = strrchr(out, '/') + 1;
+	char tmp_name[512] = "";
+	bool exited = false;
+	/* Wait (up to 10 minutes, for slow sanitizer builds) for the file. */
+	for (int tries = 0; tries < 12000 && !tmp_name[0] && !exited; tries++) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 50) > 0) {
+			char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+			ssize_t n = read(fd, buf, sizeof(buf));
+			for (ssize_t i = 0; i < n;) {
+				const struct inotify_event *ev = (const void *)(buf + i);
+				if (ev->len && strncmp(ev->name, base, strlen(base)) == 0 &&
+				    strstr(ev->name + strlen(base), ".tmp")) {
+					kill(pid, SIGSTOP);
+					snprintf(tmp_name, sizeof(tmp_name), "%s/%s", dir, ev->name);
+					break;
+				}
+				i += (ssize_t)sizeof(*ev) + ev->len;
+			}
+		}
+		if (!tmp_name[0] && waitpid(pid, status, WNOHANG) == pid) {
+			exited = true;
+		}
+	}
+	close(fd);
+	if (exited) {
+		return false;
+	}
+	assert_true(tmp_name[0] != '\0');
+	int st = 0;
+	assert_int_equal(waitpid(pid, &st, WUNTRACED), pid);
+	assert_true(WIFSTOPPED(st));
+	bool caught = file_exists(tmp_name);
+	kill(pid, sig);
+	kill(pid, SIGCONT);
+	assert_int_equal(waitpid(pid, status, 0), pid);
+	return caught;
+}
+
+/* SIGTERM or SIGINT while the output is being written: the temporary file
+ * is removed and the output is either absent or complete (the signal can
+ * land in the blocked window around the rename); never a partial file. */
+static void signal_while_writing(int sig)
+{
+	const char *ref = in_dir("reference.yaml");
+	const char *out = in_dir("plan.yaml");
+	struct cli_result r = cli_run("plan", scenario(), "-o", ref, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *want = cli_slurp(ref);
+	assert_non_null(want);
+	assert_true(strlen(want) > 100000);
+	int caught = 0;
+	for (int attempt = 0; attempt < 5 && caught == 0; attempt++) {
+		int status = 0;
+		if (kill_while_writing(out, sig, &status)) {
+			caught++;
+			assert_true(WIFSIGNALED(status));
+			assert_int_equal(WTERMSIG(status), sig);
+		}
+		assert_int_equal(count_tmp_files(), 0);
+		if (file_exists(out)) {
+			char *got = cli_slurp(out);
+			assert_non_null(got);
+			assert_string_equal(got, want);
+			free(got);
+			unlink(out);
+		}
+	}
+	if (caught == 0) {
+		fail_msg("never caught a run in the middle of writing its output in 5 attempts");
+	}
+	free(want);
+}
+
+static void signals__sigterm_mid_write_leaves_no_partial_file(void **state)
+{
+	(void)state;
+	signal_while_writing(SIGTERM);
+}
+
+static void signals__sigint_mid_write_leaves_no_partial_file(void **state)
+{
+	(void)state;
+	signal_while_writing(SIGINT);
+}
+
+/* A copy of the Qwen1.5-MoE scenario with every input in the test folder:
+ * scenario, model, hardware and the observed trace. */
+static void copy_qwen_scenario(void)
+{
+	assert_int_equal(mkdir(in_dir("plans"), 0700), 0);
+	assert_int_equal(mkdir(in_dir("plans/models"), 0700), 0);
+	assert_int_equal(mkdir(in_dir("plans/traces"), 0700), 0);
+	assert_int_equal(mkdir(in_dir("hardware"), 0700), 0);
+	copy_file(src_path("plans/qwen15moe-bookcorpus.yaml"), in_dir("plans/qwen.yaml"));
+	copy_file(src_path("plans/models/qwen1.5-moe-a2.7b.yaml"),
+		  in_dir("plans/models/qwen1.5-moe-a2.7b.yaml"));
+	copy_file(src_path("plans/traces/qwen15moe_bookcorpus.csv"),
+		  in_dir("plans/traces/qwen15moe_bookcorpus.csv"));
+	copy_file(src_path("hardware/hgx-h100.yaml"), in_dir("hardware/hgx-h100.yaml"));
+}
+
+/* -o naming any input of the plan (the scenario, its model, its hardware,
+ * its observed trace) is refused and the input stays as it was; also when
+ * the path is spelled differently (through ".."). */
+static void signals__plan_never_overwrites_an_input(void **state)
+{
+	(void)state;
+	copy_qwen_scenario();
+	const char *inputs[] = {
+		"plans/qwen.yaml",
+		"plans/models/qwen1.5-moe-a2.7b.yaml",
+		"hardware/hgx-h100.yaml",
+		"plans/traces/qwen15moe_bookcorpus.csv",
+		"plans/models/../qwen.yaml",
+	};
+	const char *scen = in_dir("plans/qwen.yaml");
+	char overwritten[1024] = "";
+	for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+		const char *path = in_dir(inputs[i]);
+		char *before = cli_slurp(path);
+		assert_non_null(before);
+		struct cli_result r = cli_run("plan", scen, "-o", path, NULL);
+		char *after = cli_slurp(path);
+		assert_non_null(after);
+		if (r.status == 0 || strcmp(after, before) != 0) {
+			/* Put the input back for the next case, remember the failure. */
+			FILE *f = fopen(path, "wb");
+			assert_non_null(f);
+			fputs(before, f);
+			assert_int_equal(fclose(f), 0);
+			strncat(overwritten, " ", sizeof(overwritten) - strlen(overwritten) - 1);
+			strncat(overwritten, inputs[i], sizeof(overwritten) - strlen(overwritten) - 1);
+		}
+		free(before);
+		free(after);
+		cli_result_free(&r);
+	}
+	if (overwritten[0]) {
+		fail_msg("plan -o INPUT was not refused for:%s", overwritten);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(signals__sigterm_mid_run_leaves_nothing, dir_setup,
+						dir_teardown),
+		cmocka_unit_test_setup_teardown(signals__sigterm_mid_write_leaves_no_partial_file,
+						dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(signals__sigint_mid_write_leaves_no_partial_file,
+						dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(signals__plan_never_overwrites_an_input, dir_setup,
+						dir_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
