@@ -537,6 +537,12 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 	}
 	ld_text_finish(&text);
 	if (rc == 0) {
+		tmp.path = strdup(path);
+		if (!tmp.path) {
+			rc = MP_ENOMEM;
+		}
+	}
+	if (rc == 0) {
 		mp_loads_finish(out);
 		*out = tmp;
 	} else {

@@ -455,3 +455,97 @@ out:
 	free(sorted);
 	return res;
 }
+
+/* Smallest r >= 1 with w / r <= cap (UINT32_MAX when none fits in 32 bits). */
+static uint32_t rcap(double w, double cap)
+{
+	if (w <= cap) {
+		return 1;
+	}
+	double q = ceil(w / cap);
+	if (!(q < 4294967295.0)) {
+		return UINT32_MAX;
+	}
+	uint32_t r = (uint32_t)q;
+	while (r > 1 && w / (r - 1) <= cap) {
+		r--;
+	}
+	while (w / r > cap) {
+		r++;
+	}
+	return r;
+}
+
+/* Necessary conditions for a plan whose busiest GPU carries at most T:
+ * every item <= T (r_e >= rmin_e <= G, sum rmin <= N), and for each k in
+ * 2..S, at most (k-1) G items above T/k, the fewest achievable when the
+ * spare N - sum rmin replicas go where they remove the most such items
+ * (0/1 knapsack by dynamic programming). */
+static bool threshold_ok(const struct pl_prob *prob, double T, uint32_t *rmin, uint64_t *best)
+{
+	uint32_t E = prob->E;
+	uint32_t G = prob->G;
+	uint64_t base = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		rmin[e] = rcap(prob->w[e], T);
+		if (rmin[e] > G) {
+			return false;
+		}
+		base += rmin[e];
+	}
+	if (base > prob->N) {
+		return false;
+	}
+	uint32_t X = prob->N - (uint32_t)base;
+	for (uint32_t k = 2; k <= prob->S; k++) {
+		double cap = T / k;
+		uint64_t count = 0;
+		/* best[x] = most items removed with x spare replicas */
+		memset(best, 0, sizeof(*best) * ((size_t)X + 1));
+		for (uint32_t e = 0; e < E; e++) {
+			if (prob->w[e] / rmin[e] <= cap) {
+				continue;
+			}
+			count += rmin[e];
+			uint32_t rk = rcap(prob->w[e], cap);
+			if (rk > G || rk - rmin[e] > X) {
+				continue;
+			}
+			uint32_t c = rk - rmin[e];
+			for (uint32_t x = X + 1; x-- > c;) {
+				uint64_t v = best[x - c] + rmin[e];
+				if (v > best[x]) {
+					best[x] = v;
+				}
+			}
+		}
+		uint64_t removed = best[X];
+		if (count - removed > (uint64_t)(k - 1) * G) {
+			return false;
+		}
+	}
+	return true;
+}
+
+double pl_bound_threshold(const struct pl_prob *prob, double lo, double hi)
+{
+	uint32_t *rmin = malloc(sizeof(*rmin) * prob->E);
+	uint64_t *best = malloc(sizeof(*best) * ((size_t)prob->N + 1));
+	double bound = lo;
+	if (rmin && best && !threshold_ok(prob, lo, rmin, best)) {
+		/* lo fails, hi (an achieved max) passes: bisect; every failing T
+		 * is a valid bound. */
+		for (int it = 0; it < 60 && hi - lo > 1e-9 * hi; it++) {
+			double mid = 0.5 * (lo + hi);
+			if (threshold_ok(prob, mid, rmin, best)) {
+				hi = mid;
+			} else {
+				lo = mid;
+			}
+		}
+		bound = lo;
+	}
+	free(rmin);
+	free(best);
+	return bound;
+}

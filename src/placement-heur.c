@@ -42,6 +42,7 @@ void pl_prob_init(struct pl_prob *prob, const double *w, uint32_t E, uint32_t G,
 	prob->mean = sum / G;
 	double scale = prob->mean > top / G ? prob->mean : top / G;
 	prob->tol = PL_REL_TOL * (scale > DBL_MIN ? scale : DBL_MIN);
+	prob->eps = 1e-12 * (scale > DBL_MIN ? scale : DBL_MIN);
 }
 
 int pl_sol_alloc(struct pl_sol *sol, const struct pl_prob *prob)
@@ -117,13 +118,13 @@ bool pl_sol_better(const struct pl_sol *a, const struct pl_sol *b, const struct 
 		   double *scratch)
 {
 	(void)scratch;
-	if (a->max < b->max - prob->tol) {
+	if (a->max < b->max - prob->eps) {
 		return true;
 	}
-	if (a->max > b->max + prob->tol) {
+	if (a->max > b->max + prob->eps) {
 		return false;
 	}
-	return second_max(a->load, prob->G) < second_max(b->load, prob->G) - prob->tol;
+	return second_max(a->load, prob->G) < second_max(b->load, prob->G) - prob->eps;
 }
 
 static bool gpu_holds(const struct pl_prob *prob, const uint32_t *slot, uint32_t g, uint32_t e)
@@ -509,7 +510,7 @@ static bool swap_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 {
 	uint32_t G = prob->G;
 	uint32_t S = prob->S;
-	double tol = prob->tol;
+	double tol = prob->eps;
 	double lb = sol->load[b];
 	double best_v = lb - tol;
 	uint32_t best_a = UINT32_MAX;
@@ -625,7 +626,7 @@ static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 		return false;
 	}
 	double lb = sol->load[b];
-	double best_v = lb - prob->tol;
+	double best_v = lb - prob->eps;
 	uint32_t best_g = UINT32_MAX;
 	uint64_t best_set = 0;
 	uint32_t ex[64];
@@ -732,7 +733,7 @@ static bool rmove_improve(const struct pl_prob *prob, struct pl_sol *sol, double
 	uint32_t G = prob->G;
 	uint32_t S = prob->S;
 	uint32_t E = prob->E;
-	double tol = prob->tol;
+	double tol = prob->eps;
 	double M = sol->load[b];
 	build_csr(prob, sol, work);
 	work->ops += (uint64_t)S * prob->N + prob->N + E;
@@ -869,17 +870,17 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 		work->ops += (uint64_t)G * prob->S * prob->S + G;
 		/* Every GPU tied at the max may be the one that can move. */
 		for (uint32_t g = 0; g < G && !moved; g++) {
-			if (sol->load[g] >= M - prob->tol) {
+			if (sol->load[g] >= M - prob->eps) {
 				moved = swap_improve(prob, sol, size, g);
 			}
 		}
 		for (uint32_t g = 0; g < G && !moved; g++) {
-			if (sol->load[g] >= M - prob->tol) {
+			if (sol->load[g] >= M - prob->eps) {
 				moved = pair_improve(prob, sol, size, g, work);
 			}
 		}
 		for (uint32_t g = 0; g < G && !moved; g++) {
-			if (sol->load[g] >= M - prob->tol) {
+			if (sol->load[g] >= M - prob->eps) {
 				moved = rmove_improve(prob, sol, size, work, g);
 			}
 		}
@@ -901,7 +902,7 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 			if (g == b) {
 				continue;
 			}
-			if (sol->load[g] >= M - prob->tol) {
+			if (sol->load[g] >= M - prob->eps) {
 				tie = true;
 				break;
 			}

@@ -32,6 +32,7 @@ struct pl_prob {
 	double sum;      /* sum of w */
 	double mean;     /* sum / G */
 	double tol;      /* absolute tolerance: PL_REL_TOL * max(mean, max w / G, tiny) */
+	double eps;      /* smallest improvement a local move must bring: 1e-12 of the same */
 };
 
 /* A complete even-split solution. */
@@ -102,6 +103,11 @@ void pl_replicas_eplb(const struct pl_prob *prob, uint32_t *r, uint32_t *heap, u
 /* A bound valid for every replica-count vector: max(mean, smallest
  * achievable largest item + the S-1 smallest possible items). */
 double pl_bound_global(const struct pl_prob *prob, uint32_t *r_scratch, double *size_scratch);
+
+/* A bound over all replica counts from item-size thresholds (see the
+ * source): the largest T in [lo, hi] shown infeasible, or lo. hi must be
+ * achievable (an incumbent's max). */
+double pl_bound_threshold(const struct pl_prob *prob, double lo, double hi);
 
 /* The bound for fixed replica counts r: max(mean, cardinality bounds over
  * the sorted item sizes). work->order/key/size used as scratch. */

@@ -282,18 +282,15 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	parm.mip_gap = 0.0;
 	parm.cb_func = mip_callback;
 	parm.cb_info = &st;
-	{
-		const char *v = getenv("PL_GLPK_OPTS");
-		if (v) {
-			parm.gmi_cuts = strchr(v, 'g') ? GLP_ON : GLP_OFF;
-			parm.mir_cuts = strchr(v, 'm') ? GLP_ON : GLP_OFF;
-			parm.cov_cuts = strchr(v, 'c') ? GLP_ON : GLP_OFF;
-			parm.clq_cuts = strchr(v, 'q') ? GLP_ON : GLP_OFF;
-			if (strchr(v, 'P')) parm.br_tech = GLP_BR_PCH;
-			if (strchr(v, 'B')) parm.bt_tech = GLP_BT_BPH;
-			if (strchr(v, 'D')) parm.bt_tech = GLP_BT_DFS;
-		}
-	}
+	/* GLPK's cut generators and pseudo-cost branching with best-projection
+	 * backtracking closed packings several times faster than the defaults
+	 * on 24-slot layers (measured with GLPK 5.0). */
+	parm.gmi_cuts = GLP_ON;
+	parm.mir_cuts = GLP_ON;
+	parm.cov_cuts = GLP_ON;
+	parm.clq_cuts = GLP_ON;
+	parm.br_tech = GLP_BR_PCH;
+	parm.bt_tech = GLP_BT_BPH;
 	double ms = remaining * 1000.0;
 	parm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
 	int ret = glp_intopt(lp, &parm);

@@ -1146,14 +1146,14 @@ void mp_replan_finish(struct mp_replan *replan)
 	if (!replan) {
 		return;
 	}
-	mp_placement_finish(&replan->before);
-	mp_placement_finish(&replan->after);
-	mp_placement_finish(&replan->scratch);
 	if (replan->layers) {
 		for (uint32_t l = 0; l < replan->before.n_layers; l++) {
 			free(replan->layers[l].curve);
 		}
 	}
+	mp_placement_finish(&replan->before);
+	mp_placement_finish(&replan->after);
+	mp_placement_finish(&replan->scratch);
 	free(replan->layers);
 	free(replan->moves);
 	free(replan->total_curve);

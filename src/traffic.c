@@ -40,6 +40,7 @@ void mp_loads_finish(struct mp_loads *loads)
 	}
 	free(loads->w);
 	free(loads->source);
+	free(loads->path);
 	*loads = (struct mp_loads){ 0 };
 }
 

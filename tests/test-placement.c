@@ -19,6 +19,8 @@
 #include "moeplan/placement.h"
 #include "moeplan/traffic.h"
 
+#include "cli-run.h"
+
 #define assert_close(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol))
 
 /* ---- exhaustive search ------------------------------------------------ */
@@ -550,6 +552,84 @@ static void placement__real_traces_give_valid_plans(void **state)
 	}
 }
 
+/* `moeplan place` on the EPLB README example reaches 136 and 172 and
+ * says they are optimal (issue 2 "Done when"); its output passes check. */
+static void placement__cli_place_reaches_136_and_172(void **state)
+{
+	(void)state;
+	char out[] = "/tmp/moeplan-place-XXXXXX";
+	int fd = mkstemp(out);
+	assert_true(fd >= 0);
+	close(fd);
+	struct cli_result r = cli_run("place", src_path("tests/data/placement/eplb-example.csv"),
+				      "--gpus", "8", "--slots", "16", "--format", "json", "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *doc = cli_slurp(out);
+	assert_non_null(doc);
+	assert_non_null(strstr(doc, "\"max_load\": 136,"));
+	assert_non_null(strstr(doc, "\"max_load\": 172,"));
+	assert_null(strstr(doc, "\"status\": \"feasible\""));
+	assert_null(strstr(doc, "\"status\": \"time_limit\""));
+	assert_non_null(strstr(doc, "\"physical_to_logical\""));
+	free(doc);
+	r = cli_run("check", out, "--loads", src_path("tests/data/placement/eplb-example.csv"), NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "valid: true"));
+	assert_non_null(strstr(r.out, "worst_gap: 0\n"));
+	cli_result_free(&r);
+	unlink(out);
+}
+
+/* Fewer slots than experts, and slots that do not divide over the GPUs. */
+static void placement__cli_place_rejects_bad_shapes(void **state)
+{
+	(void)state;
+	const char *loads = src_path("tests/data/placement/eplb-example.csv");
+	struct cli_result r = cli_run("place", loads, "--gpus", "8", "--slots", "8", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "eplb-example.csv: error: 8 slots (8 GPUs x 1) are fewer than "
+				      "the 12 logical experts"));
+	assert_string_equal(r.out, "");
+	cli_result_free(&r);
+	r = cli_run("place", loads, "--gpus", "8", "--slots", "20", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+}
+
+/* `moeplan check` catches each kind of broken map, naming where. */
+static void placement__cli_check_catches_broken_maps(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		const char *message;
+	} cases[] = {
+		{ "map-duplicate.json",
+		  "map-duplicate.json: error: layer 0, GPU 6: slot 1 (physical 13) holds expert 4, "
+		  "already in slot 0 (physical 12) of the same GPU" },
+		{ "map-out-of-range.yaml",
+		  "map-out-of-range.yaml:6:40: error: physical_to_logical[0][11]: expert 13 is out of "
+		  "range (the model has 12 experts, ids 0 to 11)" },
+		{ "map-missing-expert.yaml",
+		  "map-missing-expert.yaml:5:5: error: physical_to_logical[0]: expert 11 has no slot" },
+		{ "map-uneven.yaml",
+		  "map-uneven.yaml:4:3: error: physical_to_logical: 15 slots do not divide evenly over "
+		  "8 GPUs" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char rel[256];
+		snprintf(rel, sizeof(rel), "tests/data/placement/%s", cases[i].file);
+		struct cli_result r = cli_run("check", src_path(rel), NULL);
+		assert_int_equal(r.status, 1);
+		if (!strstr(r.err, cases[i].message)) {
+			fail_msg("%s: got '%s'", cases[i].file, r.err);
+		}
+		assert_string_equal(r.out, "");
+		cli_result_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -563,6 +643,9 @@ int main(void)
 		cmocka_unit_test(placement__node_loads_sum_gpus),
 		cmocka_unit_test(placement__rejects_impossible_shapes),
 		cmocka_unit_test(placement__real_traces_give_valid_plans),
+		cmocka_unit_test(placement__cli_place_reaches_136_and_172),
+		cmocka_unit_test(placement__cli_place_rejects_bad_shapes),
+		cmocka_unit_test(placement__cli_check_catches_broken_maps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

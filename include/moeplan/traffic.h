@@ -18,6 +18,7 @@ struct mp_loads {
 	uint32_t n_experts;
 	double *w;
 	char *source; /**< owned; where the loads came from (first comment line of a CSV), may be NULL */
+	char *path;   /**< owned; the file they were read from, may be NULL */
 };
 
 /** Maximum sizes accepted anywhere (documented in the README). */

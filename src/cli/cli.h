@@ -83,9 +83,11 @@ extern bool cli_quiet;
 /* Subcommands. */
 int cmd_plan(int argc, char **argv);
 int cmd_place(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 extern const struct cli_command_help cmd_plan_help;
 extern const struct cli_command_help cmd_place_help;
+extern const struct cli_command_help cmd_check_help;
 extern const struct cli_command_help cmd_simulate_help;
 
 /* roofline, fit, comm (helpers in cmd-roofline.c). */

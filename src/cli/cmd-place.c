@@ -1,9 +1,235 @@
-/* moeplace place: placeholder until the place pipeline lands (lead). */
+/* moeplan place: expert and replica placement for given loads. */
 #include "cli.h"
-const struct cli_command_help cmd_place_help = {.name = "place", .synopsis = "moeplace place [LOADS]", .description = "", .options = (const struct option[]){{0}}, .help = NULL, .examples = NULL};
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/loader.h"
+#include "moeplan/placement.h"
+#include "moeplan/plan.h"
+
+static const struct option place_options[] = {
+	{"gpus", required_argument, NULL, 'g'},
+	{"slots", required_argument, NULL, 's'},
+	{"time-limit", required_argument, NULL, 't'},
+	{"threads", required_argument, NULL, 'j'},
+	{"split", required_argument, NULL, 'S'},
+	{"gpus-per-node", required_argument, NULL, 'n'},
+	{"target-gap", required_argument, NULL, 'G'},
+	{"output", required_argument, NULL, 'o'},
+	{"format", required_argument, NULL, 'f'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static const struct cli_option_help place_help[] = {
+	{"G", "number of GPUs in the expert-parallel group (required)"},
+	{"N", "physical expert slots in all, a multiple of G and at least the number of "
+	      "experts (required)"},
+	{"SECONDS", "time limit per layer for the search and GLPK (default 10)"},
+	{"N", "worker threads over layers (default: number of CPUs)"},
+	{"SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
+		  "route) or weighted (any split, for engines that route by weight)"},
+	{"N", "GPUs per node: check that they divide G (node loads are in the library result)"},
+	{"FRACTION", "stop a layer's search once (max - bound) / max <= FRACTION (default 0)"},
+	{"FILE", "write the placement to FILE atomically ('-' = stdout, the default)"},
+	{"FMT", "yaml (default) or json"},
+	{NULL, "show GLPK's own log on stderr"},
+	{NULL, "show this help"},
+};
+
+const struct cli_command_help cmd_place_help = {
+	.name = "place",
+	.synopsis = "moeplan place LOADS --gpus G --slots N [--time-limit SECONDS] [-o FILE]\n"
+		    "                     [--format yaml|json] [options]",
+	.description =
+		"Places logical experts and their redundant replicas into G x (N / G) slots for\n"
+		"every MoE layer of LOADS, minimising the busiest GPU's load (then the second\n"
+		"busiest): every expert gets at least one replica, no GPU holds one expert twice,\n"
+		"and each replica carries an equal share of its expert's load. LOADS is a CSV\n"
+		"(one row per layer, one column per expert, '#' comments), a YAML or JSON list of\n"
+		"lists, or SGLang's logical_count dump. Prints the `placement` object: per layer\n"
+		"gpu_experts, replicas, gpu_load, max_load, mean_load, balancedness, the proven\n"
+		"lower_bound, gap, status (optimal, feasible or time_limit) and method; then\n"
+		"physical_to_logical, the map vLLM and SGLang load. Method: bounds, a heuristic\n"
+		"that is never worse than DeepSeek's EPLB, and GLPK's MIP on small layers.",
+	.options = place_options,
+	.help = place_help,
+	.examples =
+		"  moeplan place ../shared/traces/olmoe_c4.csv --gpus 8 --slots 72\n"
+		"  moeplan place loads.csv --gpus 64 --slots 448 --time-limit 2 --format json -o p.json\n",
+};
+
+struct place_args {
+	const char *loads;
+	const char *output;
+	uint32_t gpus;
+	uint32_t slots;
+	bool have_gpus;
+	bool have_slots;
+	bool json;
+	struct mp_place_options opts;
+};
+
+static int parse_args(int argc, char **argv, struct place_args *a)
+{
+	char shorts[64];
+	cli_short_options(place_options, shorts, sizeof(shorts));
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, place_options, NULL)) != -1) {
+		switch (c) {
+		case 'g':
+			if (!cli_parse_u32("place", "--gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
+				return EXIT_USAGE;
+			}
+			a->have_gpus = true;
+			break;
+		case 's':
+			if (!cli_parse_u32("place", "--slots", optarg, 1, UINT32_MAX / 2, &a->slots)) {
+				return EXIT_USAGE;
+			}
+			a->have_slots = true;
+			break;
+		case 't':
+			if (!cli_parse_double("place", "--time-limit", optarg, 0, 1e6,
+					      &a->opts.time_limit_s)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j': {
+			uint32_t n = 0;
+			if (!cli_parse_u32("place", "--threads", optarg, 0, 1024, &n)) {
+				return EXIT_USAGE;
+			}
+			a->opts.threads = n;
+			break;
+		}
+		case 'S':
+			if (strcmp(optarg, "even") == 0) {
+				a->opts.split = MP_SPLIT_EVEN;
+			} else if (strcmp(optarg, "weighted") == 0) {
+				a->opts.split = MP_SPLIT_WEIGHTED;
+			} else {
+				return cli_usage("place", "--split '%s': expected 'even' or 'weighted'", optarg);
+			}
+			break;
+		case 'n':
+			if (!cli_parse_u32("place", "--gpus-per-node", optarg, 1, MP_MAX_GPUS,
+					   &a->opts.gpus_per_node)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'G':
+			if (!cli_parse_double("place", "--target-gap", optarg, 0, 1, &a->opts.target_gap)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			a->output = optarg;
+			break;
+		case 'f':
+			if (!cli_parse_format("place", optarg, &a->json)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'v':
+			a->opts.verbose = true;
+			break;
+		case 'h':
+			cli_print_help(&cmd_place_help, stdout);
+			return -1;
+		default:
+			fprintf(stderr, "Try 'moeplan place --help'.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		return cli_usage("place", "LOADS is required");
+	}
+	if (optind + 1 < argc) {
+		return cli_usage("place", "unexpected argument '%s'", argv[optind + 1]);
+	}
+	a->loads = argv[optind];
+	if (!a->have_gpus || !a->have_slots) {
+		return cli_usage("place", "--gpus G and --slots N are required");
+	}
+	if (a->slots % a->gpus != 0) {
+		return cli_usage("place", "--slots %u is not a multiple of --gpus %u: every GPU holds "
+				 "the same number of slots", a->slots, a->gpus);
+	}
+	if (a->opts.gpus_per_node != 0 && a->gpus % a->opts.gpus_per_node != 0) {
+		return cli_usage("place", "--gpus %u is not a multiple of --gpus-per-node %u", a->gpus,
+				 a->opts.gpus_per_node);
+	}
+	if (a->output && cli_same_file(a->output, a->loads)) {
+		return cli_usage("place", "'%s' is the input; refusing to overwrite it", a->output);
+	}
+	return 0;
+}
+
 int cmd_place(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return EXIT_USAGE;
+	struct place_args a = { 0 };
+	mp_place_options_init(&a.opts);
+	int rc = parse_args(argc, argv, &a);
+	if (rc != 0) {
+		return rc < 0 ? EXIT_OK : rc;
+	}
+	struct mp_loads loads;
+	struct mp_placement pl;
+	struct mp_diags diags;
+	struct mp_doc *doc = NULL;
+	mp_loads_init(&loads);
+	mp_placement_init(&pl);
+	mp_diags_init(&diags);
+	int exit_code = EXIT_OK;
+	rc = mp_load_loads(a.loads, &loads, &diags);
+	if (rc != 0) {
+		cli_print_diags(&diags);
+		if (diags.count == 0) {
+			cli_error("%s: %s", a.loads, mp_strerror(rc));
+		}
+		exit_code = EXIT_INPUT;
+		goto out;
+	}
+	rc = mp_place(&loads, a.gpus, a.slots / a.gpus, &a.opts, &pl, &diags);
+	if (rc != 0) {
+		/* shape problems concern the loads file as a whole: name it */
+		for (size_t i = 0; i < diags.count; i++) {
+			if (!diags.items[i].file) {
+				diags.items[i].file = strdup(a.loads);
+			}
+		}
+		cli_print_diags(&diags);
+		if (diags.count == 0) {
+			cli_error("%s: %s", a.loads, mp_strerror(rc));
+		}
+		exit_code = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;
+		goto out;
+	}
+	doc = mp_placement_to_doc(&pl, NULL);
+	if (!doc || mp_doc_failed(doc)) {
+		cli_error("%s", mp_strerror(MP_ENOMEM));
+		exit_code = EXIT_INPUT;
+		goto out;
+	}
+	exit_code = cli_emit(doc, a.output, a.json);
+	if (exit_code == EXIT_OK && !cli_quiet && a.output && strcmp(a.output, "-") != 0) {
+		uint32_t optimal = 0;
+		double worst = 0;
+		for (uint32_t l = 0; l < pl.n_layers; l++) {
+			optimal += pl.layers[l].status == MP_PLACE_OPTIMAL;
+			worst = pl.layers[l].gap > worst ? pl.layers[l].gap : worst;
+		}
+		fprintf(stderr, "moeplan place: %u layers, %u proven optimal, worst gap %.3g%%; wrote %s\n",
+			pl.n_layers, optimal, worst * 100, a.output);
+	}
+out:
+	mp_doc_destroy(doc);
+	mp_placement_finish(&pl);
+	mp_loads_finish(&loads);
+	mp_diags_finish(&diags);
+	return exit_code;
 }

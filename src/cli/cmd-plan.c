@@ -45,8 +45,9 @@ static const struct cli_option_help plan_help[] = {
 	{"FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
 		    "                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)"},
 	{"ENGINE", "write the decode map as sglang (--init-expert-location JSON) or vllm\n"
-		   "                                 (EPLB state maps) to -o instead of the plan, or to --export-output"},
-	{"FILE", "with --export: the engine map goes to FILE and the plan to -o"},
+		   "                                 (EPLB state maps) to -o instead of the plan, or to --export-output\n"
+		   "                                 (default: none)"},
+	{"FILE", "with --export: the engine map goes to FILE and the plan to -o (default: none)"},
 	{NULL, "show this help"},
 };
 
@@ -93,6 +94,23 @@ static const char *default_scenario(void)
 		}
 	}
 	return candidates[0];
+}
+
+/* Nothing is lost: no output may name a file the run reads. Prints the
+ * usage error and returns false on the first clash. */
+static bool outputs_spare_inputs(const char *const *outputs, size_t n_outputs,
+				 const char *const *inputs, size_t n_inputs)
+{
+	for (size_t o = 0; o < n_outputs; o++) {
+		for (size_t i = 0; i < n_inputs; i++) {
+			if (cli_same_file(outputs[o], inputs[i])) {
+				cli_usage("plan", "output '%s' is an input ('%s'); refusing to overwrite it",
+					  outputs[o], inputs[i]);
+				return false;
+			}
+		}
+	}
+	return true;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -160,17 +178,12 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);
 	}
 	const char *path = optind < argc ? argv[optind] : default_scenario();
-	if (cli_same_file(output, path)) {
-		return cli_usage("plan", "-o '%s' is the scenario itself; refusing to overwrite an input", output);
-	}
-	if (cli_same_file(svg, path) || cli_same_file(report, path)) {
-		return cli_usage("plan", "--svg/--report name the scenario itself; refusing to overwrite an input");
-	}
 	if (export_output && !export_format) {
 		return cli_usage("plan", "--export-output needs --export sglang|vllm");
 	}
-	if (cli_same_file(export_output, path)) {
-		return cli_usage("plan", "--export-output names the scenario itself; refusing to overwrite an input");
+	const char *outputs[] = {output, svg, report, export_output};
+	if (!outputs_spare_inputs(outputs, 4, (const char *[]){path}, 1)) {
+		return EXIT_USAGE;
 	}
 	if (report && strcmp(report, "-") == 0) {
 		return cli_usage("plan", "--report needs a file name: its pictures are written next to it");
@@ -199,8 +212,14 @@ int cmd_plan(int argc, char **argv)
 	if (rc) {
 		goto out;
 	}
-	if (cli_same_file(output, scenario.model_path)) {
-		status = cli_usage("plan", "-o '%s' is the model file; refusing to overwrite an input", output);
+	const char *inputs[] = {
+		scenario.model_path,
+		scenario.prefill.hardware_path,
+		scenario.decode.hardware_path,
+		scenario.traffic.observed.path,
+	};
+	if (!outputs_spare_inputs(outputs, 4, inputs, 4)) {
+		status = EXIT_USAGE;
 		goto out;
 	}
 	rc = mp_plan_build(&scenario, &opts, &plan, &diags);

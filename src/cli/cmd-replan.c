@@ -46,37 +46,44 @@ static const struct option replan_options[] = {
 };
 
 static const struct cli_option_help replan_help[] = {
-	{"CURRENT", "the running placement: a moeplan plan or placement, SGLang's or vLLM's "
-		    "physical_to_logical_map JSON, or a [layers][slots] list (required)"},
-	{"OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang logical_count), or "
-		     "[layers][slots] per physical slot (required)"},
-	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare list)"},
+	{"CURRENT", "the running placement: a moeplan plan or placement, SGLang's or\n"
+		"                                 vLLM's physical_to_logical_map JSON, or a [layers][slots] list\n"
+		"                                 (required)"},
+	{"OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang\n"
+		"                                 logical_count), or [layers][slots] per physical slot (required)"},
+	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare list; default:\n"
+		"                                 the file's)"},
 	{"PHASE", "phase of a full plan to re-plan: decode (default) or prefill"},
-	{"M", "at most M moves over all layers, or a percentage of all slots (layers x slots), "
-	      "e.g. 25% (default: no limit)"},
-	{"COST", "instead of a budget, price each move: seconds ('2 ms'; a plain number is "
-		 "seconds) or bytes ('44 MB', sent at the link bandwidth)"},
-	{"STEPS", "with --move-cost: steps the new plan runs before the next re-plan "
-		  "(default 1000)"},
-	{"SECONDS", "with --move-cost: routed-expert time of one MoE layer per step at perfect "
-		    "balance (default: the plan's expert_time_s)"},
-	{"FRACTION", "keep the current plan when the predicted gain in the sum of busiest-GPU "
-		     "loads is below FRACTION, 0 to <1 (default 0)"},
-	{"MODEL", "model file: bytes per expert copy"},
-	{"HARDWARE", "hardware file: scale-up bandwidth per GPU"},
-	{"BYTES", "bytes per expert copy (default: the model's, the plan's HBM audit, else "
-		  "44050944 B, one DeepSeek-V3 FP8 expert)"},
-	{"BW", "scale-up bandwidth per GPU and direction (default: the hardware's, else "
-	       "450 GB/s, NVLink 4 on H100)"},
-	{NULL, "OBSERVED counts physical slots: fold them to experts through CURRENT "
-	       "(automatic when its width is the slot count and not the expert count)"},
-	{NULL, "print the best busiest-GPU load for 0, 1, 2, ... moves per layer and in total "
-	       "instead of a plan"},
-	{"FILE", "with --pareto: draw the total front as SVG"},
-	{"ENGINE", "write the new map as sglang (--init-expert-location JSON) or vllm "
-		   "(EPLB state maps) to -o, or to --export-output"},
-	{"FILE", "with --export: the engine map goes here and the plan to -o"},
-	{"SECONDS", "time limit per layer for the from-scratch solver and the MIP (default 2)"},
+	{"M", "at most M moves over all layers, or a percentage of all slots\n"
+		"                                 (layers x slots), e.g. 25% (default: no limit)"},
+	{"COST", "instead of a budget, price each move: seconds ('2 ms'; a plain\n"
+		"                                 number is seconds) or bytes ('44 MB', sent at the link bandwidth;\n"
+		"                                 default: none, a budget)"},
+	{"STEPS", "with --move-cost: steps the new plan runs before the next re-plan\n"
+		"                                 (default 1000)"},
+	{"SECONDS", "with --move-cost: routed-expert time of one MoE layer per step at\n"
+		"                                 perfect balance (default: the plan's expert_time_s)"},
+	{"FRACTION", "keep the current plan when the predicted gain in the sum of\n"
+		"                                 busiest-GPU loads is below FRACTION, 0 to <1 (default 0)"},
+	{"MODEL", "model file: bytes per expert copy (default: none)"},
+	{"HARDWARE", "hardware file: scale-up bandwidth per GPU (default: none)"},
+	{"BYTES", "bytes per expert copy (default: the model's, the plan's HBM audit,\n"
+		"                                 else 44050944 B, one DeepSeek-V3 FP8 expert)"},
+	{"BW", "scale-up bandwidth per GPU and direction (default: the hardware's,\n"
+		"                                 else 450 GB/s, NVLink 4 on H100)"},
+	{NULL, "OBSERVED counts physical slots: fold them to experts through\n"
+		"                                 CURRENT (automatic when its width is the slot count and not the\n"
+		"                                 expert count)"},
+	{NULL, "print the best busiest-GPU load for 0, 1, 2, ... moves per layer\n"
+		"                                 and in total instead of a plan"},
+	{"FILE", "with --pareto: draw the total front as SVG (default: none)"},
+	{"ENGINE", "write the new map as sglang (--init-expert-location JSON) or vllm\n"
+		"                                 (EPLB state maps) to -o, or to --export-output (default: none, the\n"
+		"                                 input's format)"},
+	{"FILE", "with --export: the engine map goes here and the plan to -o\n"
+		"                                 (default: none)"},
+	{"SECONDS", "time limit per layer for the from-scratch solver and the MIP\n"
+		"                                 (default 2)"},
 	{"N", "solver threads over layers (default: number of CPUs)"},
 	{NULL, "skip the GLPK MIP (local search and the from-scratch plan only)"},
 	{"FILE", "write the output to FILE atomically ('-' = stdout, the default)"},

@@ -20,6 +20,7 @@ struct command {
 static const struct command commands[] = {
 	{"plan", "plan EP widths, slots and placement for a scenario", cmd_plan, &cmd_plan_help},
 	{"place", "place experts and replicas for given loads", cmd_place, &cmd_place_help},
+	{"check", "validate a plan or engine map; its balance under given loads", cmd_check, &cmd_check_help},
 	{"simulate", "Monte Carlo routing: busiest GPU over mean for a plan or EP width", cmd_simulate, &cmd_simulate_help},
 	{"roofline", "the routed experts' roofline: tokens per expert, intensity, ridge, time", cmd_roofline, &cmd_roofline_help},
 	{"fit", "HBM per GPU: weights, KV cache, buffers; does a batch fit", cmd_fit, &cmd_fit_help},

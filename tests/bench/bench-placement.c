@@ -6,8 +6,10 @@
  * case it prints the wall time of mp_place over all layers, peak RSS, the
  * mean and worst max-load / lower bound, how many layers were proven
  * optimal, and DeepSeek EPLB's busiest / mean GPU load (global policy) next
- * to ours, plus the number of layers where ours is worse than EPLB's (must
- * be 0). Exit status 1 when a target of issue 4 is missed.
+ * to ours, plus the number of layers where ours is worse than EPLB's
+ * duplicate-free plans (must be 0; EPLB's plans that hold one expert twice
+ * on a GPU are counted in "EPLB dups"). Exit status 1 when a target of
+ * issue 4 is missed.
  */
 #include "moeplan/placement.h"
 #include "moeplan/traffic.h"
@@ -191,17 +193,21 @@ static int run_case(const struct bcase *c, const char *shared)
 		if (eb > worst_eplb) {
 			worst_eplb = eb;
 		}
-		if (lp->max_load > el->max_load * (1 + 1e-9)) {
-			worse++;
-		}
+		uint32_t dups = 0;
 		for (uint32_t g = 0; g < G; g++) {
 			for (uint32_t i = 0; i < S; i++) {
 				for (uint32_t j = i + 1; j < S; j++) {
 					if (el->slot_expert[g * S + i] == el->slot_expert[g * S + j]) {
-						eplb_dup++;
+						dups++;
 					}
 				}
 			}
+		}
+		eplb_dup += dups;
+		/* EPLB plans that put one expert twice on a GPU are not valid
+		 * plans here; compare with the valid ones. */
+		if (dups == 0 && lp->max_load > el->max_load * (1 + 1e-12)) {
+			worse++;
 		}
 	}
 	uint32_t L = pl.n_layers;
