@@ -285,11 +285,10 @@ bool pl_pack_bldm(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *
 	uint32_t *tail = malloc(sizeof(*tail) * N);
 	double *gsum = malloc(sizeof(*gsum) * N);
 	uint32_t *ids = malloc(sizeof(*ids) * N);
-	uint32_t *tmp = malloc(sizeof(*tmp) * 2 * (size_t)G);
 	double *key = malloc(sizeof(*key) * N);
 	uint32_t *mark = malloc(sizeof(*mark) * prob->E);
 	struct bl_part *parts = malloc(sizeof(*parts) * S);
-	if (!next || !tail || !gsum || !ids || !tmp || !key || !mark || !parts) {
+	if (!next || !tail || !gsum || !ids || !key || !mark || !parts) {
 		goto out;
 	}
 	for (uint32_t e = 0; e < prob->E; e++) {
@@ -389,7 +388,6 @@ out:
 	free(tail);
 	free(gsum);
 	free(ids);
-	free(tmp);
 	free(key);
 	free(mark);
 	free(parts);
@@ -570,7 +568,6 @@ struct pair_search {
 	const uint32_t *ex;  /* [2S] experts */
 	uint32_t n;          /* 2S */
 	uint32_t S;
-	double total;
 	double best;         /* best heavier side so far */
 	uint64_t cur;
 	uint64_t best_set;
@@ -668,7 +665,7 @@ static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 			p[k] = size[ex[k]];
 		}
 		struct pair_search ps = {
-			.p = p, .ex = ex, .n = n, .S = S, .total = lb + lg, .best = best_v,
+			.p = p, .ex = ex, .n = n, .S = S, .best = best_v,
 			.max_nodes = budget < 4000 ? budget : 4000,
 		};
 		pair_dfs(&ps, 0, 0, 0, 0);

@@ -67,8 +67,8 @@ void pl_sol_free(struct pl_sol *sol);
 void pl_sol_copy(struct pl_sol *dst, const struct pl_sol *src, const struct pl_prob *prob);
 /* Recompute r (from the slots), loads and max. */
 void pl_sol_eval(struct pl_sol *sol, const struct pl_prob *prob);
-/* True when a is better than b: lower max, then lower second max (sorted
- * load vectors compared lexicographically), beyond prob->tol. */
+/* True when a is better than b: lower max, then lower second max, by more
+ * than prob->eps. scratch is unused (may be NULL). */
 bool pl_sol_better(const struct pl_sol *a, const struct pl_sol *b, const struct pl_prob *prob,
 		   double *scratch);
 /* True when no GPU holds one expert twice. */
@@ -161,9 +161,10 @@ void pl_eplb(const struct pl_prob *prob, uint32_t *slot, struct pl_work *work);
 /* Swap duplicates away where possible; returns true when none is left. */
 bool pl_repair_dups(const struct pl_prob *prob, struct pl_sol *sol);
 
-/* Local search: pairwise swaps between the busiest GPU and the others and
- * replica moves (one replica of x becomes one of y) until no move lowers
- * (max, number of GPUs at max); then swaps that lower the second busiest.
+/* Local search: pairwise swaps between the busiest GPU and the others,
+ * re-splits of the busiest GPU's and a partner's items, and replica moves
+ * (one replica of x becomes one of y) until no move lowers (max, number of
+ * GPUs at max); then swaps that lower the second busiest.
  * Never makes the sorted load vector worse. Stops at deadline. */
 void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *work,
 		double deadline);

@@ -21,6 +21,9 @@ struct mp_doc *mp_placement_to_doc(const struct mp_placement *p, const uint32_t 
 	mp_doc_put_int(doc, "slots", slots);
 	mp_doc_put_int(doc, "slots_per_gpu", p->slots_per_gpu);
 	mp_doc_put_int(doc, "n_experts", p->n_experts);
+	if (p->gpus_per_node > 0) {
+		mp_doc_put_int(doc, "gpus_per_node", p->gpus_per_node);
+	}
 	struct mp_doc *layers = mp_doc_list();
 	for (uint32_t l = 0; l < p->n_layers; l++) {
 		const struct mp_layer_placement *lp = &p->layers[l];
@@ -29,6 +32,9 @@ struct mp_doc *mp_placement_to_doc(const struct mp_placement *p, const uint32_t 
 		mp_doc_put(ld, "gpu_experts", gpu_experts_doc(lp, p->gpus, p->slots_per_gpu));
 		mp_doc_put(ld, "replicas", mp_doc_uints(lp->replicas, p->n_experts));
 		mp_doc_put(ld, "gpu_load", mp_doc_reals(lp->gpu_load, p->gpus));
+		if (p->gpus_per_node > 0 && lp->node_load) {
+			mp_doc_put(ld, "node_load", mp_doc_reals(lp->node_load, p->gpus / p->gpus_per_node));
+		}
 		mp_doc_put_real(ld, "max_load", lp->max_load);
 		mp_doc_put_real(ld, "mean_load", lp->mean_load);
 		mp_doc_put_real(ld, "balancedness", lp->max_load > 0 ? lp->mean_load / lp->max_load : 1.0);

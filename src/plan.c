@@ -17,6 +17,7 @@ void mp_plan_options_init(struct mp_plan_options *opts)
 static void phase_init(struct mp_phase_plan *phase, const char *name)
 {
 	*phase = (struct mp_phase_plan){.phase = name};
+	mp_widths_init(&phase->widths);
 	mp_placement_init(&phase->placement);
 }
 
@@ -30,8 +31,7 @@ void mp_plan_init(struct mp_plan *plan)
 static void phase_finish(struct mp_phase_plan *phase)
 {
 	mp_placement_finish(&phase->placement);
-	mp_doc_destroy(phase->widths);
-	phase->widths = NULL;
+	mp_widths_finish(&phase->widths);
 }
 
 void mp_plan_finish(struct mp_plan *plan)
@@ -72,28 +72,23 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 {
 	const struct mp_phase_spec *spec = prefill ? &sc->prefill : &sc->decode;
 	const struct mp_model *model = &sc->model;
-	struct mp_widths widths;
-	mp_widths_init(&widths);
+	struct mp_widths *widths = &out->widths;
 	int rc = mp_widths_rank(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, NULL,
-				NULL, &widths);
-	if (rc == 0) {
-		out->widths = widths_doc(&widths);
-	}
-	if (rc == 0 && !widths.has_choice) {
+				NULL, widths);
+	if (rc == 0 && !widths->has_choice) {
 		rc = MP_ENOFIT;
-		for (size_t i = 0; i < widths.count; i++) {
-			if (widths.items[i].evaluated) {
+		for (size_t i = 0; i < widths->count; i++) {
+			if (widths->items[i].evaluated) {
 				mp_diags_add(diags, NULL, 0, 0, rc, "%s: EP%u: %s", out->phase,
-					     widths.items[i].width.ep, widths.items[i].reason);
+					     widths->items[i].width.ep, widths->items[i].reason);
 			}
 		}
 		mp_diags_add(diags, NULL, 0, 0, rc, "%s: no EP width fits (see above)", out->phase);
 	}
 	if (rc) {
-		mp_widths_finish(&widths);
 		return rc;
 	}
-	const struct mp_width_candidate *pick = &widths.items[widths.chosen];
+	const struct mp_width_candidate *pick = &widths->items[widths->chosen];
 	out->ep = pick->width.ep;
 	out->slots = pick->width.slots;
 	out->slots_per_gpu = pick->width.slots / pick->width.ep;
@@ -101,7 +96,6 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	out->tokens_per_gpu = pick->tokens_per_gpu;
 	out->hbm = pick->hbm;
 	struct mp_ep_width width = pick->width;
-	mp_widths_finish(&widths);
 	rc = mp_roofline_point(model, &spec->hardware, NULL, &width, out->tokens_per_gpu, &out->roofline);
 	if (rc) {
 		return rc;
@@ -199,10 +193,7 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	mp_doc_put_real(d, "busiest_gpu_factor", ph->busiest_factor);
 	mp_doc_put_real(d, "predicted_expert_time_s", ph->step_expert_s);
 	mp_doc_put(d, "hbm", hbm_doc(&ph->hbm));
-	if (ph->widths) {
-		/* Moved in by copy: the plan keeps its own tree. */
-		mp_doc_put(d, "widths", mp_doc_clone(ph->widths));
-	}
+	mp_doc_put(d, "widths", widths_doc(&ph->widths));
 	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, NULL));
 	return d;
 }

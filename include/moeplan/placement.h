@@ -7,9 +7,15 @@
  * one GPU, and under the even split (what vLLM and SGLang dispatch) each
  * replica carries w_e / r_e. A GPU's load is the sum over its slots.
  *
- * The solver is GLPK's MIP (glp_intopt); a constructive heuristic seeds it
- * and may prove optimality on its own when it meets the lower bound. Each
- * layer records which happened in `method`.
+ * Per layer: lower bounds; a heuristic incumbent (greedy replica counts,
+ * LPT and balanced-differencing packing, DeepSeek EPLB's plan, then swaps,
+ * pair re-splits, replica moves and an iterated local search), never worse
+ * than EPLB's duplicate-free plan; then, while the gap is open, an
+ * enumeration of the replica-count vectors that could beat the incumbent
+ * and, on small layers (at most 24 slots), GLPK's packing MIP (glp_intopt)
+ * for each of them with the incumbent as cutoff, which proves the optimum.
+ * Each layer records which happened in `method` and whether its bound was
+ * met in `status`.
  */
 #ifndef MOEPLAN_PLACEMENT_H
 #define MOEPLAN_PLACEMENT_H
@@ -109,9 +115,13 @@ int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus,
 		   uint32_t slots_per_gpu, const struct mp_place_options *opts,
 		   struct mp_layer_placement *out);
 
-/** A valid lower bound on the busiest GPU's load for any placement of w
- * with the even split: max(mean load, the smallest achievable largest
- * replica load, cardinality bounds). See README "Bounds". */
+/** A quick valid lower bound on the busiest GPU's load for any placement
+ * of w (even split), in the unit of w: max(mean load sum(w)/G, the smallest
+ * achievable largest replica load min_r max_e w_e/r_e plus the S-1 smallest
+ * replica loads any plan can have). mp_place's per-layer lower_bound is at
+ * least this and usually stronger (replica-count enumeration with
+ * cardinality bounds, GLPK). See README "Bounds". Returns 0 for an
+ * impossible shape. */
 double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
 			    uint32_t slots_per_gpu);
 

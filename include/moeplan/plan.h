@@ -14,6 +14,7 @@
 #include "moeplan/roofline.h"
 #include "moeplan/scenario.h"
 #include "moeplan/traffic.h"
+#include "moeplan/widths.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,7 +24,8 @@ extern "C" {
  * slots_per_gpu, n_experts, layers[] (layer, gpu_experts [gpus][slots_per_gpu],
  * replicas [n_experts], gpu_load [gpus], max_load, mean_load, balancedness =
  * mean/max, lower_bound, gap, status, method) and physical_to_logical
- * [layers][slots] (slot p on GPU p / slots_per_gpu). layer_ids may map
+ * [layers][slots] (slot p on GPU p / slots_per_gpu). With a node structure
+ * (gpus_per_node) also gpus_per_node and each layer's node_load. layer_ids may map
  * row i to a model layer number (NULL = 0..n_layers-1). Wall times are left
  * out so that plans are byte-identical across runs.
  * Returns a new tree (caller destroys) or NULL on allocation failure. */
@@ -43,7 +45,7 @@ struct mp_phase_plan {
 	struct mp_capacity hbm;         /**< per GPU */
 	double busiest_factor;          /**< expected busiest GPU / mean, placement skew and finite batch */
 	double step_expert_s;           /**< predicted routed-expert time per step, times busiest_factor */
-	struct mp_doc *widths;          /**< candidate widths with verdicts (owned; may be NULL) */
+	struct mp_widths widths;        /**< ranked candidate widths with verdicts (owned) */
 	struct mp_placement placement;  /**< per MoE layer */
 };
 

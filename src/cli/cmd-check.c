@@ -21,8 +21,10 @@ static const struct option check_options[] = {
 
 static const struct cli_option_help check_help[] = {
 	{"LOADS", "loads [layers][experts] (CSV, YAML, SGLang logical_count): report each GPU's "
-		  "load, balancedness and the distance from the lower bound"},
-	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list)"},
+		  "load, balancedness and the distance from the lower bound (default: check the "
+		  "map's structure only)"},
+	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list) "
+	      "(default: the file's gpus)"},
 	{"PHASE", "phase of a full plan: decode (default) or prefill"},
 	{"SECONDS", "with --loads: time per layer for the solver that proves the lower bound and "
 		    "finds the best known plan (default 2)"},

@@ -31,7 +31,7 @@ static const struct cli_option_help place_help[] = {
 	{"N", "worker threads over layers (default: number of CPUs)"},
 	{"SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
 		  "route) or weighted (any split, for engines that route by weight)"},
-	{"N", "GPUs per node: check that they divide G (node loads are in the library result)"},
+	{"N", "GPUs per node: must divide G; node loads are summed per layer (default: no nodes)"},
 	{"FRACTION", "stop a layer's search once (max - bound) / max <= FRACTION (default 0)"},
 	{"FILE", "write the placement to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},

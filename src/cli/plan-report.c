@@ -1,8 +1,6 @@
 /* moeplan plan --svg / --report: the pictures of a plan and a one-page
  * Markdown summary of its decisions (cli.h). Everything shown is read from
- * the plan and the scenario; the width table re-ranks the candidates with
- * the same call the planner makes (mp_widths_rank with default options),
- * because the plan keeps only their document. */
+ * the plan and the scenario, the width table from the plan's own ranking. */
 #include "cli.h"
 
 #include <math.h>
@@ -108,7 +106,7 @@ struct report {
 	const struct mp_plan *plan;
 	const struct mp_scenario *sc;
 	const char *scenario_path;
-	struct mp_widths widths[2];            /* prefill, decode */
+	const struct mp_widths *widths[2];     /* prefill, decode: the plan's own ranking */
 	struct cli_heatmap_stats heat[2];
 	char pictures[4][1024];                /* file names relative to the report */
 };
@@ -202,7 +200,7 @@ static void write_overview(FILE *f, const struct report *r)
 
 static void write_widths(FILE *f, const struct report *r, bool decode)
 {
-	const struct mp_widths *w = &r->widths[decode];
+	const struct mp_widths *w = r->widths[decode];
 	const struct mp_phase_plan *ph = phase_plan(r->plan, decode);
 	char a[32], b[32];
 	fprintf(f, "**%s** (chose EP%u):\n\n", decode ? "Decode" : "Prefill", ph->ep);
@@ -366,25 +364,16 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 		snprintf(r.pictures[i], sizeof(r.pictures[i]), "%s", files[i] + base);
 	}
 
-	for (int p = 0; p < 2; p++) {
-		mp_widths_init(&r.widths[p]);
-		int rc = mp_widths_rank(&sc->model, phase_spec(sc, p == 1),
-					p == 1 ? MP_PHASE_DECODE : MP_PHASE_PREFILL, NULL, NULL,
-					&r.widths[p]);
-		if (rc) {
-			cli_error("%s: ranking the %s widths: %s", path, p ? "decode" : "prefill",
-				  mp_strerror(rc));
-			status = EXIT_INPUT;
-		}
-	}
+	r.widths[0] = &plan->prefill.widths;
+	r.widths[1] = &plan->decode.widths;
 	if (status == EXIT_OK) {
-		status = phase_roofline(files[0], plan, sc, true, &r.widths[1]);
+		status = phase_roofline(files[0], plan, sc, true, r.widths[1]);
 	}
 	if (status == EXIT_OK) {
 		status = cli_plan_heatmap(files[1], plan, sc, true, &r.heat[1]);
 	}
 	if (status == EXIT_OK) {
-		status = phase_roofline(files[2], plan, sc, false, &r.widths[0]);
+		status = phase_roofline(files[2], plan, sc, false, r.widths[0]);
 	}
 	if (status == EXIT_OK) {
 		status = cli_plan_heatmap(files[3], plan, sc, false, &r.heat[0]);
@@ -396,7 +385,5 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 			status = EXIT_INPUT;
 		}
 	}
-	mp_widths_finish(&r.widths[0]);
-	mp_widths_finish(&r.widths[1]);
 	return status;
 }
