@@ -10,7 +10,7 @@
 
 void mp_plan_options_init(struct mp_plan_options *opts)
 {
-	*opts = (struct mp_plan_options){.simulate_steps = 200};
+	*opts = (struct mp_plan_options){.simulate_steps = 200, .width_steps = 128};
 	mp_place_options_init(&opts->place);
 }
 
@@ -66,6 +66,87 @@ static struct mp_doc *widths_doc(const struct mp_widths *widths)
 	return list;
 }
 
+/* The expected busiest-GPU factor of one decode width: place a sample of
+ * layers (at most 4, evenly spaced) at that width and route finite
+ * batches through them (Monte Carlo, fixed seed). */
+static int width_factor(const struct mp_model *model, const struct mp_loads *loads,
+			const struct mp_width_candidate *c, const struct mp_place_options *place,
+			uint32_t steps, double *factor_out)
+{
+	uint32_t n = loads->n_layers < 4 ? loads->n_layers : 4;
+	struct mp_loads sample;
+	mp_loads_init(&sample);
+	struct mp_placement placement;
+	mp_placement_init(&placement);
+	int rc = mp_loads_alloc(&sample, n, loads->n_experts);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		uint32_t layer = (uint32_t)(((uint64_t)i * loads->n_layers) / n);
+		memcpy(mp_loads_row(&sample, i), mp_loads_row(loads, layer),
+		       loads->n_experts * sizeof(double));
+	}
+	struct mp_place_options opts = *place;
+	opts.progress = NULL;
+	if (rc == 0) {
+		rc = mp_place(&sample, c->width.ep, c->width.slots / c->width.ep, &opts, &placement, NULL);
+	}
+	uint32_t tokens = c->tokens_per_gpu > 1 ? (uint32_t)lround(c->tokens_per_gpu) : 1;
+	if (rc == 0) {
+		rc = mp_simulate_factor(&placement, &sample, tokens, model->top_k, steps, 1, factor_out);
+	}
+	mp_placement_finish(&placement);
+	mp_loads_finish(&sample);
+	return rc;
+}
+
+static int cmp_time(const void *a, const void *b)
+{
+	const struct mp_width_candidate *x = *(const struct mp_width_candidate *const *)a;
+	const struct mp_width_candidate *y = *(const struct mp_width_candidate *const *)b;
+	if (x->expert_time_s < y->expert_time_s) {
+		return -1;
+	}
+	if (x->expert_time_s > y->expert_time_s) {
+		return 1;
+	}
+	return x->width.ep < y->width.ep ? -1 : x->width.ep > y->width.ep;
+}
+
+/* Issue 6: a decode step runs at its busiest GPU, so decode widths are
+ * ranked by expert time x busiest-GPU factor. Factors are estimated in
+ * order of expert time and stop once a width's time alone (factor >= 1)
+ * exceeds the best predicted time: those cannot win. */
+static int rank_with_factors(const struct mp_model *model, const struct mp_loads *loads,
+			     const struct mp_place_options *place, uint32_t steps,
+			     struct mp_widths *widths)
+{
+	size_t n = 0;
+	struct mp_width_candidate **order = calloc(widths->count ? widths->count : 1, sizeof(*order));
+	if (!order) {
+		return MP_ENOMEM;
+	}
+	for (size_t i = 0; i < widths->count; i++) {
+		if (widths->items[i].passes) {
+			order[n++] = &widths->items[i];
+		}
+	}
+	qsort(order, n, sizeof(*order), cmp_time);
+	double best = INFINITY;
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (order[i]->expert_time_s > best) {
+			break;
+		}
+		double factor = 1.0;
+		rc = width_factor(model, loads, order[i], place, steps, &factor);
+		if (rc == 0) {
+			order[i]->busiest_factor = factor;
+			best = fmin(best, order[i]->expert_time_s * factor);
+		}
+	}
+	free(order);
+	return rc ? rc : mp_widths_rerank(widths);
+}
+
 static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options *opts,
 		      const struct mp_loads *loads, bool prefill, struct mp_phase_plan *out,
 		      struct mp_diags *diags)
@@ -85,6 +166,13 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 		}
 		mp_diags_add(diags, NULL, 0, 0, rc, "%s: no EP width fits (see above)", out->phase);
 	}
+	struct mp_place_options place = opts->place;
+	if (sc->time_limit_s > 0 && place.time_limit_s <= 0) {
+		place.time_limit_s = sc->time_limit_s;
+	}
+	if (rc == 0 && !prefill) {
+		rc = rank_with_factors(model, loads, &place, opts->width_steps, widths);
+	}
 	if (rc) {
 		return rc;
 	}
@@ -101,10 +189,6 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 		return rc;
 	}
 
-	struct mp_place_options place = opts->place;
-	if (sc->time_limit_s > 0 && place.time_limit_s <= 0) {
-		place.time_limit_s = sc->time_limit_s;
-	}
 	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
 	    out->ep % spec->hardware.gpus_per_node == 0) {
 		place.gpus_per_node = spec->hardware.gpus_per_node;

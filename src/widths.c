@@ -206,6 +206,8 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
 	c->compute_bound = p.main.tokens_per_expert >= p.main.ridge_tokens;
 	c->expert_time_s = p.time_s;
 	c->tokens_per_s_per_gpu = p.time_s > 0.0 ? b / p.time_s : 0.0;
+	c->busiest_factor = 1.0;
+	c->predicted_time_s = p.time_s;
 	return true;
 }
 
@@ -213,8 +215,8 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
  * expert; then wider). */
 static bool decode_better(const struct mp_width_candidate *a, const struct mp_width_candidate *b)
 {
-	double ta = a->expert_time_s;
-	double tb = b->expert_time_s;
+	double ta = a->predicted_time_s;
+	double tb = b->predicted_time_s;
 	double tol = 1e-9 * fmax(fabs(ta), fabs(tb));
 	if (fabs(ta - tb) > tol) {
 		return ta < tb;
@@ -262,6 +264,89 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 	}
 }
 
+/* Pick among the candidates that pass every rule (prefill: the first,
+ * i.e. the narrowest; decode: decode_better) and say why each of them was
+ * chosen or not. Returns the pick's index, or n when none passes. */
+static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum mp_phase_kind kind)
+{
+	size_t best = n;
+	for (size_t i = 0; i < n; i++) {
+		if (!items[i].passes) {
+			continue;
+		}
+		if (best == n || (kind == MP_PHASE_DECODE && decode_better(&items[i], &items[best]))) {
+			best = i;
+		}
+	}
+	if (best == n) {
+		return n;
+	}
+	/* Explain every feasible candidate against the pick. */
+	for (size_t i = 0; i < n; i++) {
+		struct mp_width_candidate *c = &items[i];
+		if (!c->passes) {
+			continue;
+		}
+		const struct mp_width_candidate *b = &items[best];
+		if (i == best) {
+			if (kind == MP_PHASE_PREFILL) {
+				say(c, MP_WIDTH_CHOSEN,
+				    "smallest EP that fits (%.1f GB free); t = %.0f tokens per expert, %s the ridge t* = %.0f",
+				    (double)c->hbm.free_bytes * 1e-9, c->tokens_per_expert,
+				    c->compute_bound ? "above" : "below", c->ridge_tokens);
+			} else {
+				char busiest[64] = "";
+				if (c->busiest_factor > 1.0) {
+					snprintf(busiest, sizeof(busiest), " (busiest GPU x%.3f)", c->busiest_factor);
+				}
+				say(c, MP_WIDTH_CHOSEN,
+				    "fastest: expert time %.3g ms per step%s, t = %.1f tokens per expert (ridge %.0f)",
+				    c->predicted_time_s * 1e3, busiest, c->tokens_per_expert, c->ridge_tokens);
+			}
+		} else if (kind == MP_PHASE_PREFILL) {
+			say(c, MP_WIDTH_WIDER_THAN_NEEDED, "EP%u already fits; wider adds communication",
+			    b->width.ep);
+		} else if (!c->compute_bound) {
+			say(c, MP_WIDTH_BELOW_RIDGE,
+			    "memory-bound: t = %.1f below t* = %.0f; expert time %.3g ms vs %.3g ms at EP%u",
+			    c->tokens_per_expert, c->ridge_tokens, c->predicted_time_s * 1e3,
+			    b->predicted_time_s * 1e3, b->width.ep);
+		} else if (c->predicted_time_s > b->predicted_time_s * (1.0 + 1e-9)) {
+			if (c->busiest_factor > 1.0 || b->busiest_factor > 1.0) {
+				say(c, MP_WIDTH_OUTRANKED,
+				    "slower: expert time %.3g ms x busiest GPU %.3f = %.3g ms vs %.3g ms at EP%u",
+				    c->expert_time_s * 1e3, c->busiest_factor, c->predicted_time_s * 1e3,
+				    b->predicted_time_s * 1e3, b->width.ep);
+			} else {
+				say(c, MP_WIDTH_OUTRANKED, "slower: expert time %.3g ms vs %.3g ms at EP%u",
+				    c->expert_time_s * 1e3, b->expert_time_s * 1e3, b->width.ep);
+			}
+		} else {
+			say(c, MP_WIDTH_OUTRANKED,
+			    "as fast (%.3g ms) but fewer tokens per expert than EP%u: t = %.1f vs %.1f",
+			    c->predicted_time_s * 1e3, b->width.ep, c->tokens_per_expert,
+			    b->tokens_per_expert);
+		}
+	}
+
+	return best;
+}
+
+int mp_widths_rerank(struct mp_widths *widths)
+{
+	for (size_t i = 0; i < widths->count; i++) {
+		struct mp_width_candidate *c = &widths->items[i];
+		if (!(c->busiest_factor >= 1.0) || !isfinite(c->busiest_factor)) {
+			return MP_EINVAL;
+		}
+		c->predicted_time_s = c->expert_time_s * c->busiest_factor;
+	}
+	size_t best = pick_and_explain(widths->items, widths->count, widths->phase);
+	widths->has_choice = best < widths->count;
+	widths->chosen = widths->has_choice ? best : 0;
+	return 0;
+}
+
 int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
 		   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
 		   const struct mp_roofline_options *roof_opts, struct mp_widths *out)
@@ -290,58 +375,14 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
 	if (!items) {
 		return MP_ENOMEM;
 	}
-	size_t best = n;
 	for (size_t i = 0; i < n; i++) {
 		struct mp_width_candidate *c = &items[i];
 		c->width.ep = list[i];
 		evaluate(model, phase, kind, cap_opts, roof_opts, c);
 		judge_rules(model, phase, kind, limit, c);
-		if (c->reason[0] != '\0') {
-			continue;
-		}
-		if (best == n) {
-			best = i;
-		} else if (kind == MP_PHASE_DECODE && decode_better(c, &items[best])) {
-			best = i;
-		}
+		c->passes = c->reason[0] == '\0';
 	}
-
-	/* Explain every feasible candidate against the pick. */
-	for (size_t i = 0; i < n; i++) {
-		struct mp_width_candidate *c = &items[i];
-		if (c->reason[0] != '\0') {
-			continue;
-		}
-		const struct mp_width_candidate *b = &items[best];
-		if (i == best) {
-			if (kind == MP_PHASE_PREFILL) {
-				say(c, MP_WIDTH_CHOSEN,
-				    "smallest EP that fits (%.1f GB free); t = %.0f tokens per expert, %s the ridge t* = %.0f",
-				    (double)c->hbm.free_bytes * 1e-9, c->tokens_per_expert,
-				    c->compute_bound ? "above" : "below", c->ridge_tokens);
-			} else {
-				say(c, MP_WIDTH_CHOSEN,
-				    "fastest: expert time %.3g ms per step, t = %.1f tokens per expert (ridge %.0f)",
-				    c->expert_time_s * 1e3, c->tokens_per_expert, c->ridge_tokens);
-			}
-		} else if (kind == MP_PHASE_PREFILL) {
-			say(c, MP_WIDTH_WIDER_THAN_NEEDED, "EP%u already fits; wider adds communication",
-			    b->width.ep);
-		} else if (!c->compute_bound) {
-			say(c, MP_WIDTH_BELOW_RIDGE,
-			    "memory-bound: t = %.1f below t* = %.0f; expert time %.3g ms vs %.3g ms at EP%u",
-			    c->tokens_per_expert, c->ridge_tokens, c->expert_time_s * 1e3,
-			    b->expert_time_s * 1e3, b->width.ep);
-		} else if (c->expert_time_s > b->expert_time_s * (1.0 + 1e-9)) {
-			say(c, MP_WIDTH_OUTRANKED, "slower: expert time %.3g ms vs %.3g ms at EP%u",
-			    c->expert_time_s * 1e3, b->expert_time_s * 1e3, b->width.ep);
-		} else {
-			say(c, MP_WIDTH_OUTRANKED,
-			    "as fast (%.3g ms) but fewer tokens per expert than EP%u: t = %.1f vs %.1f",
-			    c->expert_time_s * 1e3, b->width.ep, c->tokens_per_expert,
-			    b->tokens_per_expert);
-		}
-	}
+	size_t best = pick_and_explain(items, n, kind);
 
 	free(out->items);
 	*out = (struct mp_widths){

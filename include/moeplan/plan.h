@@ -58,6 +58,7 @@ struct mp_plan {
 struct mp_plan_options {
 	struct mp_place_options place;  /**< solver knobs (time limit per layer, threads) */
 	uint32_t simulate_steps;        /**< Monte Carlo steps for the busiest-GPU factor (default 200) */
+	uint32_t width_steps;           /**< Monte Carlo steps per candidate decode width (default 128) */
 };
 
 /** Defaults: mp_place_options_init, time limit from the scenario. */
@@ -69,7 +70,9 @@ void mp_plan_init(struct mp_plan *plan);
 void mp_plan_finish(struct mp_plan *plan);
 
 /** Run the pipeline on a loaded scenario: generate the loads, choose each
- * phase's EP width and slots (README "How widths are chosen"), check HBM,
+ * phase's EP width and slots (README "How widths are chosen"; decode widths
+ * ranked by expert time x the busiest-GPU factor of a sample of layers
+ * placed at that width), check HBM,
  * evaluate the roofline at the phase's batch, place every MoE layer with
  * the solver. Returns 0, MP_ENOFIT (no width fits; diags say why),
  * MP_EINVAL, MP_ENOMEM or MP_ELIMIT. */

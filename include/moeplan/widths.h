@@ -55,6 +55,7 @@ const char *mp_width_verdict_name(enum mp_width_verdict verdict);
 struct mp_width_candidate {
 	struct mp_ep_width width;
 	bool evaluated;
+	bool passes;                  /**< no rule rejects it (it can be picked) */
 	bool rule_short;              /**< the phase's fixed slots per GPU cannot cover E at this
 					   width; the figures use round_up(E, ep) slots instead */
 	double tokens_per_gpu;        /**< b, per step */
@@ -64,6 +65,9 @@ struct mp_width_candidate {
 	bool compute_bound;           /**< t >= t* */
 	double expert_time_s;         /**< routed-expert time per step per GPU (X) */
 	double tokens_per_s_per_gpu;  /**< b / X: the expert-bound throughput */
+	double busiest_factor;        /**< expected busiest GPU / mean at this width (1 until
+					   estimated: mp_widths_rerank) */
+	double predicted_time_s;      /**< expert_time_s x busiest_factor: what a step waits for */
 	struct mp_capacity hbm;       /**< per-GPU HBM breakdown */
 	enum mp_width_verdict verdict;
 	char reason[192];             /**< one sentence for a user */
@@ -117,6 +121,15 @@ void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_k
 int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
 		   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
 		   const struct mp_roofline_options *roof_opts, struct mp_widths *out);
+
+/** Re-pick a decode width after busiest_factor has been filled in for
+ * candidates (e.g. by Monte Carlo routing of each width's placement, issue
+ * 6): decode candidates that pass every rule are ranked by predicted_time_s
+ * = expert_time_s x busiest_factor (a step runs at its busiest GPU), ties to
+ * more tokens per expert, then wider; verdicts and reasons are rewritten.
+ * Prefill keeps its rule (smallest width that fits). Returns 0, or
+ * MP_EINVAL when a factor is below 1 or not finite. */
+int mp_widths_rerank(struct mp_widths *widths);
 
 /** The smallest EP in [lo, hi] (every integer) at which the phase fits in
  * HBM (mp_capacity_compute with mp_widths_capacity_input). Returns 0,

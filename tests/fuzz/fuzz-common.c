@@ -105,13 +105,24 @@ void fuzz_check_failure(int rc, const struct mp_diags *diags, size_t size)
 	FUZZ_CHECK(diags->count > 0);
 	for (size_t i = 0; i < diags->count; i++) {
 		const struct mp_diag *d = &diags->items[i];
-		FUZZ_CHECK(d->file != NULL);
-		FUZZ_CHECK(d->message != NULL && d->message[0] != '\0');
-		FUZZ_CHECK(strchr(d->message, '\n') == NULL);
-		/* 1-based positions inside the input (a scenario's messages may
-		 * point into a referenced preset, which is never longer than
-		 * a few hundred lines); 0 = unknown. */
-		FUZZ_CHECK(d->line >= 0 && d->column >= 0);
-		FUZZ_CHECK((size_t)d->line <= size + 1000 && (size_t)d->column <= size + 1000);
+		const char *broken = NULL;
+		if (!d->file) {
+			broken = "a diagnostic names its file";
+		} else if (!d->message || !d->message[0]) {
+			broken = "a diagnostic has a message";
+		} else if (strchr(d->message, '\n') || strchr(d->message, '\r')) {
+			broken = "a diagnostic is one line";
+		} else if (d->line < 0 || d->column < 0) {
+			broken = "positions are 1-based, 0 = unknown";
+		} else if ((size_t)d->line > size + 1000 || (size_t)d->column > size + 1000) {
+			/* A scenario's messages may point into a referenced
+			 * preset, never longer than a few hundred lines. */
+			broken = "a position lies inside the input";
+		}
+		if (broken) {
+			fprintf(stderr, "diagnostic %zu: ", i);
+			mp_diag_print(d, stderr);
+			fuzz_fail(__FILE__, __LINE__, broken);
+		}
 	}
 }
