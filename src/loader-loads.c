@@ -656,6 +656,7 @@ struct map_source {
 	const yaml_node_t *at;        /* where to report shape problems */
 	const char *what;
 	const yaml_node_t *gpus;      /* from the file, or NULL */
+	const char *gpus_key;         /* its key: "gpus" or vLLM export's "ep_size" */
 	const yaml_node_t *slots_per_gpu;
 	const yaml_node_t *n_experts;
 	uint32_t experts_hint;        /* from replicas/logical_replica_count lengths */
@@ -681,6 +682,8 @@ static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, 
 		m->ids = ld_require(ld, root, "", "physical_to_logical_map");
 		m->at = m->ids;
 		m->what = "physical_to_logical_map";
+		m->gpus = ld_get(ld, root, "ep_size");
+		m->gpus_key = "ep_size";
 		const yaml_node_t *counts = ld_get(ld, root, "logical_replica_count");
 		if (counts && counts->type == YAML_SEQUENCE_NODE && list_length(counts) > 0) {
 			m->experts_hint = list_length(ld_node(ld, counts->data.sequence.items.start[0]));
@@ -721,6 +724,7 @@ static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, 
 	m->at = m->ids;
 	m->what = "physical_to_logical";
 	m->gpus = ld_get(ld, placement, "gpus");
+	m->gpus_key = "gpus";
 	m->slots_per_gpu = ld_get(ld, placement, "slots_per_gpu");
 	m->n_experts = ld_get(ld, placement, "n_experts");
 	const yaml_node_t *layers = ld_get(ld, placement, "layers");
@@ -754,9 +758,10 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 		goto done;
 	}
 	uint32_t file_gpus = 0;
-	if (m.gpus && ld_get_u32(&ld, m.gpus, "gpus", 1, MP_MAX_GPUS, &file_gpus)) {
+	if (m.gpus && ld_get_u32(&ld, m.gpus, m.gpus_key, 1, MP_MAX_GPUS, &file_gpus)) {
 		if (gpus && file_gpus != gpus) {
-			ld_error(&ld, m.gpus, "gpus: the file says %u, but %u were asked for", file_gpus, gpus);
+			ld_error(&ld, m.gpus, "%s: the file says %u GPUs, but %u were asked for", m.gpus_key,
+				 file_gpus, gpus);
 			goto done;
 		}
 		gpus = file_gpus;

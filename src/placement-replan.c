@@ -15,6 +15,12 @@
  *   lb <= T <= incumbent                            (budget)
  * A GPU's moves are S minus the experts it keeps, so N - kept is the
  * layer's moves (the slots of kept experts do not change).
+ *
+ * GLPK runs within counted work (the LP's simplex iteration limit, then
+ * RP_MIP_WORK for branch and bound, counted in the iocp callback and
+ * stopped with glp_ios_terminate), so its result depends only on the
+ * instance; the time limit (tm_lim) is a safety net reported as
+ * MP_PLACE_TIME_LIMIT.
  */
 #include "moeplan/replan.h"
 
@@ -28,6 +34,21 @@
 /* Largest MIP handed to GLPK (columns); beyond it the LP alone takes
  * seconds and the search rarely improves on the local search. */
 #define RP_MIP_MAX_COLS 20000u
+/* Layers with at most this many slots always get GLPK's branch and bound
+ * (within its work budget), as the placement solver does for its packing
+ * MIP: there the search often proves the optimum for the budget. Larger
+ * layers get it only when the LP bound beats the from-scratch bound. */
+#define RP_MIP_SMALL_SLOTS 32u
+/* Simplex iteration limit of the root LP: this many times (rows + columns). */
+#define RP_LP_ITS_PER_DIM 4u
+/* Work budget of one layer's branch and bound, in simplex iterations times
+ * constraint-matrix nonzeros (GLPK does about 2e7 per second here, node
+ * overhead included): it gives the iteration limit (RP_MIP_WORK /
+ * nonzeros) and the node limit (an eighth of that, at least
+ * RP_MIP_MIN_NODES). Counted, not timed, so the result depends only on the
+ * input and the options. */
+#define RP_MIP_WORK 2e6
+#define RP_MIP_MIN_NODES 64u
 /* Relative tolerance: loads closer than this (times the mean) are equal. */
 #define RP_REL_TOL 1e-9
 /* Largest DP table (layers x total budget) for the budget split. */
@@ -36,6 +57,8 @@
 #define RP_HUNGARIAN_MAX_GPUS 512u
 
 static const char M_NONE[] = "no moves: the current plan";
+static const char M_NONE_ZERO[] = "no moves allotted: the current plan";
+static const char M_NONE_BOUND[] = "no moves: the current plan, from-scratch bound met";
 static const char M_ZERO[] = "all loads are zero";
 static const char M_LS[] = "local search from the current plan";
 static const char M_LS_BOUND[] = "local search from the current plan, from-scratch bound met";
@@ -43,10 +66,35 @@ static const char M_SCRATCH[] = "from-scratch plan, relabelled to keep experts i
 static const char M_SCRATCH_BOUND[] =
 	"from-scratch plan, relabelled to keep experts in place, bound met";
 static const char M_MIP_OPT[] = "glpk mip with the move budget, optimal";
+static const char M_MIP_IMPROVED_WORK[] =
+	"glpk mip with the move budget, improved; its node budget ran out before a proof";
 static const char M_MIP_IMPROVED_TL[] = "glpk mip with the move budget, improved, time limit";
-static const char M_MIP_TL[] = "local search; glpk mip with the move budget, time limit";
-static const char M_MIP_PROVED[] = "local search; glpk mip proved it optimal for the budget";
-static const char M_MIP_BIG[] = "local search; glpk skipped: layer too large for the mip";
+/* What GLPK did when it did not change the plan, after the plan's origin
+ * (local search or the relabelled from-scratch plan). */
+enum mip_note {
+	NOTE_WORK = 0,
+	NOTE_TL,
+	NOTE_PROVED,
+	NOTE_LP_PROVED,
+	NOTE_BIG,
+	NOTE_WEAK,
+	NOTE_LP_ITS,
+	NOTE_DUP,
+};
+#define NOTE3(text)                                                                          \
+	{"local search; " text, "from-scratch plan, relabelled; " text,                      \
+	 "no moves: the current plan; " text}
+static const char *const M_NOTES[][3] = {
+	[NOTE_WORK] = NOTE3("glpk mip with the move budget: node budget spent, no better plan found"),
+	[NOTE_TL] = NOTE3("glpk mip with the move budget, time limit"),
+	[NOTE_PROVED] = NOTE3("glpk mip proved it optimal for the budget"),
+	[NOTE_LP_PROVED] = NOTE3("glpk's LP bound proves it optimal for the budget"),
+	[NOTE_BIG] = NOTE3("glpk skipped: layer too large for the mip"),
+	[NOTE_WEAK] = NOTE3("glpk skipped: its LP bound is no better than the from-scratch bound"),
+	[NOTE_LP_ITS] = NOTE3("glpk skipped: the LP hit its iteration budget"),
+	[NOTE_DUP] = NOTE3("glpk skipped: the plan keeps two replicas of an expert on one GPU"),
+};
+#undef NOTE3
 static const char M_KEPT[] = "kept: the gain was below --min-gain";
 
 static double now_s(void)
@@ -731,6 +779,10 @@ struct mip_cb {
 	bool seeded;
 	double bound;       /* best node bound seen (objective units) */
 	bool have_bound;
+	int it_start;       /* simplex iterations before the search */
+	int it_limit;       /* work budget: simplex iterations in the search */
+	int node_limit;     /* work budget: subproblems created */
+	bool spent;         /* a budget stopped the search (glp_ios_terminate) */
 };
 
 static void on_glpk_error(void *info)
@@ -752,6 +804,15 @@ static void mip_callback(glp_tree *tree, void *info)
 			cb->bound = b;
 			cb->have_bound = true;
 		}
+	}
+	/* deterministic work budgets: nodes created and simplex iterations,
+	 * both counted by GLPK in the order its search runs */
+	int nodes = 0;
+	glp_ios_tree_size(tree, NULL, NULL, &nodes);
+	int its = glp_get_it_cnt(glp_ios_get_prob(tree)) - cb->it_start;
+	if (!cb->spent && (nodes > cb->node_limit || its > cb->it_limit)) {
+		cb->spent = true;
+		glp_ios_terminate(tree);
 	}
 }
 
@@ -803,11 +864,16 @@ static void trip_free(struct trip *t)
 }
 
 enum mip_result {
-	MIP_SKIPPED = 0, /* too large, or nothing to gain */
-	MIP_NO_GAIN,     /* finished (proved): the seed is optimal for the budget */
-	MIP_NO_GAIN_TL,  /* time limit without a better plan */
-	MIP_IMPROVED,    /* a better plan, proved optimal */
-	MIP_IMPROVED_TL, /* a better plan, time limit */
+	MIP_SKIPPED = 0,   /* too large, or nothing to gain */
+	MIP_WEAK,          /* skipped: the LP bound is no better than the from-scratch bound */
+	MIP_LP_ITS,        /* skipped: the root LP hit its iteration budget */
+	MIP_LP_PROVED,     /* the LP bound meets the seed: optimal for the budget */
+	MIP_NO_GAIN,       /* finished (proved): the seed is optimal for the budget */
+	MIP_NO_GAIN_WORK,  /* work budget spent without a better plan */
+	MIP_NO_GAIN_TL,    /* time limit without a better plan */
+	MIP_IMPROVED,      /* a better plan, proved optimal */
+	MIP_IMPROVED_WORK, /* a better plan, work budget spent */
+	MIP_IMPROVED_TL,   /* a better plan, time limit */
 	MIP_ERROR,
 };
 
@@ -818,7 +884,9 @@ struct mip_job {
 	bool cost_mode;
 	uint32_t budget;       /* budget mode */
 	double a, b;           /* cost mode: a * max + b * moves, seconds */
-	double time_limit_s;
+	double seed_cost;      /* cost mode: a * seed_max + b * seed moves */
+	bool search_if_weak;   /* branch and bound even when the LP bound is weak */
+	double deadline;       /* safety net: now_s() after which GLPK stops */
 	bool verbose;
 	uint32_t *out;         /* [N] the MIP's plan (canonical slots) when improved */
 	double bound;          /* proven bound on the busiest GPU for the budget */
@@ -1013,22 +1081,61 @@ static enum mip_result mip_solve(struct mip_job *job)
 	}
 	seed[tcol] = job->seed_max / scale;
 
-	double t0 = now_s();
 	glp_smcp sm;
 	glp_init_smcp(&sm);
 	sm.msg_lev = job->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
-	double ms = job->time_limit_s * 1000.0;
+	double dim = (double)row + (double)ncols;
+	double lp_its = RP_LP_ITS_PER_DIM * dim;
+	sm.it_lim = lp_its > 2e9 ? 2000000000 : (int)lp_its;
+	double left = job->deadline - now_s();
+	if (left < 0.001) {
+		res = MIP_NO_GAIN_TL;
+		goto out;
+	}
+	double ms = left * 1000.0;
 	sm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
 	int ret = glp_simplex(lp, &sm);
 	if (ret == GLP_ETMLIM) {
 		res = MIP_NO_GAIN_TL;
 		goto out;
 	}
+	if (ret == GLP_EITLIM) {
+		res = MIP_LP_ITS;
+		goto out;
+	}
 	if (ret != 0 || glp_get_status(lp) != GLP_OPT) {
 		res = glp_get_status(lp) == GLP_NOFEAS ? MIP_NO_GAIN : MIP_ERROR;
 		goto out;
 	}
-	struct mip_cb cb = {.seed = seed};
+	/* The LP bound. Budget mode: T >= lb is a column bound, so an LP
+	 * value at lb / scale says nothing the from-scratch bound does not.
+	 * Cost mode: the trivial bound is a lb - b N (all kept at the bound). */
+	double lpv = glp_get_obj_val(lp);
+	double seed_obj = job->cost_mode ? job->seed_cost - job->b * N : 1.0;
+	double trivial = job->cost_mode ? job->a * pr->lb - job->b * N : pr->lb / scale;
+	double otol = job->cost_mode ? job->a * pr->tol + 1e-12 * fabs(seed_obj) : pr->tol / scale;
+	if (!job->cost_mode && lpv * scale > job->bound) {
+		job->bound = lpv * scale > job->seed_max ? job->seed_max : lpv * scale;
+	}
+	if (lpv >= seed_obj - otol) {
+		res = MIP_LP_PROVED;
+		goto out;
+	}
+	if (!job->search_if_weak && lpv <= trivial + otol) {
+		res = MIP_WEAK;
+		goto out;
+	}
+	/* work budgets from the instance's size (nonzeros of the matrix) */
+	double nnz = (double)glp_get_num_nz(lp) + dim;
+	double bb_its = RP_MIP_WORK / nnz;
+	double bb_nodes = bb_its / 8;
+	struct mip_cb cb = {
+		.seed = seed,
+		.it_start = glp_get_it_cnt(lp),
+		.it_limit = bb_its > 1e9 ? 1000000000 : (int)bb_its + 1,
+		.node_limit = bb_nodes < RP_MIP_MIN_NODES ? (int)RP_MIP_MIN_NODES
+			      : (bb_nodes > 1e9 ? 1000000000 : (int)bb_nodes),
+	};
 	glp_iocp parm;
 	glp_init_iocp(&parm);
 	parm.presolve = GLP_OFF;
@@ -1036,7 +1143,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 	parm.mip_gap = 0.0;
 	parm.cb_func = mip_callback;
 	parm.cb_info = &cb;
-	double left = job->time_limit_s - (now_s() - t0);
+	left = job->deadline - now_s();
 	if (left < 0.001) {
 		res = MIP_NO_GAIN_TL;
 		goto out;
@@ -1046,12 +1153,14 @@ static enum mip_result mip_solve(struct mip_job *job)
 	ret = glp_intopt(lp, &parm);
 	int status = glp_mip_status(lp);
 	bool proved = ret == 0 && status == GLP_OPT;
-	bool have = (ret == 0 || ret == GLP_ETMLIM) && (status == GLP_OPT || status == GLP_FEAS);
+	bool timed = ret == GLP_ETMLIM;
+	bool stopped = ret == GLP_ESTOP && cb.spent;
+	bool have = (ret == 0 || timed || stopped) && (status == GLP_OPT || status == GLP_FEAS);
 	if (ret == 0 && status == GLP_NOFEAS) {
 		res = MIP_NO_GAIN;
 		goto out;
 	}
-	if (ret != 0 && ret != GLP_ETMLIM) {
+	if (ret != 0 && !timed && !stopped) {
 		res = MIP_ERROR;
 		goto out;
 	}
@@ -1066,7 +1175,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 		}
 	}
 	if (!have) {
-		res = proved ? MIP_NO_GAIN : MIP_NO_GAIN_TL;
+		res = proved ? MIP_NO_GAIN : timed ? MIP_NO_GAIN_TL : MIP_NO_GAIN_WORK;
 		goto out;
 	}
 	/* read the plan */
@@ -1095,7 +1204,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 		goto out;
 	}
 	canonical_slots(pr, set, job->out, used);
-	res = proved ? MIP_IMPROVED : MIP_IMPROVED_TL;
+	res = proved ? MIP_IMPROVED : timed ? MIP_IMPROVED_TL : MIP_IMPROVED_WORK;
 out:
 	if (lp) {
 		glp_delete_prob(lp);
@@ -1124,7 +1233,7 @@ void mp_replan_options_init(struct mp_replan_options *opts)
 		.horizon_steps = 1000,
 		.layer_time_s = 0,
 		.min_gain = 0,
-		.time_limit_s = 2,
+		.time_limit_s = 10,
 		.expert_bytes = MP_REPLAN_DEFAULT_EXPERT_BYTES,
 		.link_bw_bytes_per_s = MP_REPLAN_DEFAULT_LINK_BW,
 		.mip = true,
@@ -1462,10 +1571,23 @@ static void take(struct choice *c, const struct rs *st, const struct rp *pr, con
 	c->method = method;
 }
 
+/* Say what GLPK did to a plan it did not change, after where the plan
+ * came from. */
+static void note(struct choice *c, enum mip_note n)
+{
+	if (c->method == M_LS) {
+		c->method = M_NOTES[n][0];
+	} else if (c->method == M_SCRATCH) {
+		c->method = M_NOTES[n][1];
+	} else if (c->method == M_NONE) {
+		c->method = M_NOTES[n][2];
+	}
+}
+
 /* Pass 2 of a layer: the plan for its allotted moves. */
 static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, double mean,
-		      struct rs *st, struct rw *w, unsigned char *used, struct choice *c,
-		      double *bound, enum mp_place_status *status)
+		      double deadline, struct rs *st, struct rw *w, unsigned char *used,
+		      struct choice *c, double *bound, enum mp_place_status *status)
 {
 	struct rp *pr = &lw->pr;
 	uint32_t k = lw->budget;
@@ -1479,6 +1601,13 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 		c->method = M_ZERO;
 		*status = MP_PLACE_OPTIMAL;
 		*bound = 0;
+		return 0;
+	}
+	if (k == 0 && !o->cost_mode) {
+		/* the only plan with no moves: optimal for the budget */
+		c->method = c->max <= pr->lb + pr->tol ? M_NONE_BOUND : M_NONE_ZERO;
+		*status = MP_PLACE_OPTIMAL;
+		*bound = c->max;
 		return 0;
 	}
 	if (k > 0) {
@@ -1505,7 +1634,8 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	}
 	if (c->max <= pr->lb + pr->tol) {
 		*status = MP_PLACE_OPTIMAL;
-		c->method = c->method == M_SCRATCH ? M_SCRATCH_BOUND : M_LS_BOUND;
+		c->method = c->method == M_SCRATCH ? M_SCRATCH_BOUND
+			    : c->method == M_NONE ? M_NONE_BOUND : M_LS_BOUND;
 		*bound = c->max;
 		return 0;
 	}
@@ -1514,12 +1644,11 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	}
 	rs_load_map(st, pr, c->map);
 	if (has_dup(st, pr)) {
+		note(c, NOTE_DUP);
 		return 0;
 	}
 	if (mip_columns(pr) > RP_MIP_MAX_COLS) {
-		if (c->method == M_LS) {
-			c->method = M_MIP_BIG;
-		}
+		note(c, NOTE_BIG);
 		return 0;
 	}
 	uint32_t *out = malloc(sizeof(*out) * pr->N);
@@ -1534,7 +1663,9 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 		.budget = k,
 		.a = mean > 0 ? o->horizon_steps * o->layer_time_s / mean : 0,
 		.b = o->move_cost_s,
-		.time_limit_s = o->time_limit_s,
+		.seed_cost = layer_cost(o, mean, c->max, c->moves),
+		.search_if_weak = pr->N <= RP_MIP_SMALL_SLOTS,
+		.deadline = deadline,
 		.verbose = o->verbose,
 		.out = out,
 	};
@@ -1544,27 +1675,45 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	}
 	switch (res) {
 	case MIP_IMPROVED:
+	case MIP_IMPROVED_WORK:
 	case MIP_IMPROVED_TL:
 		rs_load_map(st, pr, out);
 		if ((o->cost_mode || st->moves <= k) && better_choice(o, pr, mean, st->max, st->moves, c)) {
-			take(c, st, pr, res == MIP_IMPROVED ? M_MIP_OPT : M_MIP_IMPROVED_TL);
-			*status = res == MIP_IMPROVED ? MP_PLACE_OPTIMAL : MP_PLACE_TIME_LIMIT;
+			take(c, st, pr, res == MIP_IMPROVED ? M_MIP_OPT
+					: res == MIP_IMPROVED_WORK ? M_MIP_IMPROVED_WORK : M_MIP_IMPROVED_TL);
+			*status = res == MIP_IMPROVED ? MP_PLACE_OPTIMAL
+				  : res == MIP_IMPROVED_WORK ? MP_PLACE_FEASIBLE : MP_PLACE_TIME_LIMIT;
 		} else if (res == MIP_IMPROVED) {
 			/* GLPK's optimum equals the incumbent (within tolerance) */
-			c->method = M_MIP_PROVED;
+			note(c, NOTE_PROVED);
 			*status = MP_PLACE_OPTIMAL;
+		} else if (res == MIP_IMPROVED_WORK) {
+			note(c, NOTE_WORK);
 		} else {
-			c->method = M_MIP_TL;
+			note(c, NOTE_TL);
 			*status = MP_PLACE_TIME_LIMIT;
 		}
 		break;
 	case MIP_NO_GAIN:
-		c->method = M_MIP_PROVED;
+		note(c, NOTE_PROVED);
 		*status = MP_PLACE_OPTIMAL;
 		break;
+	case MIP_LP_PROVED:
+		note(c, NOTE_LP_PROVED);
+		*status = MP_PLACE_OPTIMAL;
+		break;
+	case MIP_NO_GAIN_WORK:
+		note(c, NOTE_WORK);
+		break;
 	case MIP_NO_GAIN_TL:
-		c->method = M_MIP_TL;
+		note(c, NOTE_TL);
 		*status = MP_PLACE_TIME_LIMIT;
+		break;
+	case MIP_WEAK:
+		note(c, NOTE_WEAK);
+		break;
+	case MIP_LP_ITS:
+		note(c, NOTE_LP_ITS);
 		break;
 	case MIP_SKIPPED:
 	case MIP_ERROR:
@@ -1820,7 +1969,8 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
 			avail = lw->pick;
 		}
 		lw->budget = (uint32_t)(avail < N ? avail : N);
-		rc = layer_plan(lw, opts, mean, &st, &w, used, &c, &bound, &status);
+		rc = layer_plan(lw, opts, mean, now_s() + opts->time_limit_s, &st, &w, used, &c, &bound,
+				&status);
 		if (rc) {
 			goto out;
 		}
@@ -1831,6 +1981,11 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
 		}
 		if (rc) {
 			goto out;
+		}
+		if (raw.layers[l].status == MP_PLACE_TIME_LIMIT) {
+			/* the from-scratch plan and its bound came from a search the
+			 * time limit stopped: the result may depend on machine speed */
+			status = MP_PLACE_TIME_LIMIT;
 		}
 		struct mp_layer_placement *a = &res.after.layers[l];
 		a->lower_bound = bound;

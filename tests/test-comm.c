@@ -274,14 +274,37 @@ static void comm__cli(void **state)
 	cli_result_free(&r);
 
 	/* EP16 over two 8-GPU HGX nodes uses the network. */
-	r = cli_run("comm", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"), "--ep", "16", "-g", "8",
-		    "-t", "1024", "--max-nodes-per-token", "1", NULL);
+	r = cli_run("comm", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"), "--ep", "16", "-n", "8",
+		    "-b", "1024", "--max-nodes-per-token", "1", NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "scale-out"));
 	assert_non_null(strstr(r.out, "(at most 1)"));
+
+	/* -o writes what stdout shows; naming an input is refused. */
+	char dir[] = "/tmp/moeplan-test-commXXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char out_path[64], script[96];
+	snprintf(out_path, sizeof(out_path), "%s/comm.txt", dir);
+	struct cli_result o = cli_run("comm", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"),
+				      "--ep", "16", "-n", "8", "-b", "1024", "--max-nodes-per-token",
+				      "1", "-o", out_path, NULL);
+	assert_int_equal(o.status, 0);
+	assert_string_equal(o.out, "");
+	char *text = cli_slurp(out_path);
+	assert_non_null(text);
+	assert_string_equal(text, r.out);
+	free(text);
+	cli_result_free(&o);
+	cli_result_free(&r);
+	snprintf(script, sizeof(script), "rm -rf '%s'", dir);
+	assert_int_equal(system(script), 0);
+	r = cli_run("comm", "-m", model, "-H", gb200, "--ep", "64", "-n", "72", "-b", "256", "-o", gb200,
+		    NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "refusing to overwrite"));
 	cli_result_free(&r);
 
-	r = cli_run("comm", "-m", model, "-H", gb200, "--ep", "12", "-g", "8", "-t", "1", NULL);
+	r = cli_run("comm", "-m", model, "-H", gb200, "--ep", "12", "-n", "8", "-b", "1", NULL);
 	assert_int_equal(r.status, 2);
 	cli_result_free(&r);
 	r = cli_run("comm", "-m", model, "-H", gb200, "--ep", "64", NULL);

@@ -119,8 +119,9 @@ static void roundtrip(enum mp_export_format format)
 	mp_placement_init(&back);
 	struct mp_diags d;
 	mp_diags_init(&d);
-	/* neither engine file says how many GPUs: give the EP size */
-	int rc = mp_load_map(path, NULL, 3, &back, &d);
+	/* SGLang's file does not say how many GPUs: give the EP size; the
+	 * vLLM export carries it as ep_size */
+	int rc = mp_load_map(path, NULL, format == MP_EXPORT_SGLANG ? 3 : 0, &back, &d);
 	for (size_t i = 0; i < d.count; i++) {
 		mp_diag_print(&d.items[i], stderr);
 	}
@@ -134,6 +135,47 @@ static void roundtrip(enum mp_export_format format)
 	}
 	mp_placement_finish(&back);
 	mp_diags_finish(&d);
+	mp_placement_finish(&p);
+	unlink(path);
+}
+
+/* The vLLM export's ep_size gives the GPU count; a different --gpus is an
+ * error at the ep_size value. In the file (export__vllm_matches_vllm_example
+ * above) `  "ep_size": 3,` is line 24 and the 3 is in column 14. Without
+ * ep_size and without a GPU count the map cannot be read. */
+static void export__vllm_ep_size_gives_gpus(void **state)
+{
+	(void)state;
+	struct mp_placement p;
+	make(&p);
+	char path[] = "/tmp/test-export-XXXXXX.json";
+	int fd = mkstemps(path, 5);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(mp_export_save(&p, MP_EXPORT_VLLM, path), 0);
+	struct mp_placement back;
+	mp_placement_init(&back);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map(path, NULL, 3, &back, &d), 0);
+	assert_int_equal(back.gpus, 3);
+	mp_placement_finish(&back);
+	mp_placement_init(&back);
+	assert_int_equal(mp_load_map(path, NULL, 2, &back, &d), MP_EINVAL);
+	assert_int_equal(d.count, 1);
+	assert_int_equal(d.items[0].line, 24);
+	assert_int_equal(d.items[0].column, 14);
+	assert_non_null(strstr(d.items[0].message, "ep_size: the file says 3 GPUs, but 2 were asked for"));
+	mp_diags_finish(&d);
+	mp_placement_finish(&back);
+	/* SGLang's map alone: no GPU count anywhere */
+	assert_int_equal(mp_export_save(&p, MP_EXPORT_SGLANG, path), 0);
+	mp_diags_init(&d);
+	mp_placement_init(&back);
+	assert_int_equal(mp_load_map(path, NULL, 0, &back, &d), MP_EINVAL);
+	assert_int_equal(d.count, 1);
+	mp_diags_finish(&d);
+	mp_placement_finish(&back);
 	mp_placement_finish(&p);
 	unlink(path);
 }
@@ -214,7 +256,8 @@ static void export__cli_replan(void **state)
 	fd = mkstemps(out2, 5);
 	assert_true(fd >= 0);
 	close(fd);
-	r = cli_run("replan", "--plan", out, "--gpus", "2", "--loads", loads, "-o", out2, "-q", NULL);
+	/* no --gpus: the export's ep_size says 2 */
+	r = cli_run("replan", "--plan", out, "--loads", loads, "-o", out2, "-q", NULL);
 	assert_int_equal(r.status, 0);
 	got = cli_slurp(out2);
 	assert_non_null(strstr(got, "\"logical_replica_count\": [\n    [2, 2, 1, 1]\n  ]"));
@@ -236,6 +279,7 @@ int main(void)
 		cmocka_unit_test(export__sglang_has_only_the_map),
 		cmocka_unit_test(export__sglang_roundtrip),
 		cmocka_unit_test(export__vllm_roundtrip),
+		cmocka_unit_test(export__vllm_ep_size_gives_gpus),
 		cmocka_unit_test(export__flags),
 		cmocka_unit_test(export__cli_replan),
 	};

@@ -678,6 +678,53 @@ static void replan__quarter_budget_recovers_most(void **state)
 	mp_diags_finish(&d);
 }
 
+/* The brief's reproducibility rule: the same inputs and options give
+ * byte-identical output, whatever the machine's load or the thread count.
+ * Old plan from scratch on Qwen window A, re-planned on window B with a
+ * quarter of the slots (the README's example), three times: twice with one
+ * thread, once with two. Every search runs on counted work, so the time
+ * limit (the only machine-dependent stop) must not fire: no layer reports
+ * time_limit. */
+static void replan__cli_output_is_deterministic(void **state)
+{
+	(void)state;
+	char old[] = "/tmp/test-replan-old-XXXXXX.yaml";
+	char out[3][40];
+	int fd = mkstemps(old, 5);
+	assert_true(fd >= 0);
+	close(fd);
+	struct cli_result r = cli_run("place", src_path("plans/traces/qwen15moe_bookcorpus.winA.csv"),
+				      "--gpus", "8", "--slots", "72", "-o", old, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	static const char *const threads[] = {"1", "1", "2"};
+	char *text[3];
+	for (int i = 0; i < 3; i++) {
+		snprintf(out[i], sizeof(out[i]), "/tmp/test-replan-det%d-XXXXXX", i);
+		fd = mkstemp(out[i]);
+		assert_true(fd >= 0);
+		close(fd);
+		r = cli_run("replan", "--plan", old, "--loads",
+			    src_path("plans/traces/qwen15moe_bookcorpus.winB.csv"), "--max-moves", "25%",
+			    "--threads", threads[i], "-o", out[i], "-q", NULL);
+		assert_int_equal(r.status, 0);
+		cli_result_free(&r);
+		text[i] = cli_slurp(out[i]);
+		assert_non_null(text[i]);
+		assert_null(strstr(text[i], "time_limit"));
+		/* 25% of 12 layers x 72 slots = 216 moves at most */
+		assert_non_null(strstr(text[i], "\nreplan:\n"));
+		assert_non_null(strstr(text[i], "\n  max_moves: 216\n"));
+	}
+	assert_string_equal(text[0], text[1]);
+	assert_string_equal(text[0], text[2]);
+	for (int i = 0; i < 3; i++) {
+		free(text[i]);
+		unlink(out[i]);
+	}
+	unlink(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -694,6 +741,7 @@ int main(void)
 		cmocka_unit_test(replan__splice_keeps_the_plan),
 		cmocka_unit_test(replan__cli_bare_map),
 		cmocka_unit_test(replan__quarter_budget_recovers_most),
+		cmocka_unit_test(replan__cli_output_is_deterministic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,10 +9,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "cli-run.h"
+#include "svg-check.h"
 
 #include "moeplan/diag.h"
 #include "moeplan/model.h"
@@ -640,6 +644,202 @@ static void roofline__cli_usage_errors(void **state)
 	cli_result_free(&r);
 }
 
+/* ---- roofline --svg and -o ---- */
+
+static char tmp_dir[] = "/tmp/moeplan-test-rooflineXXXXXX";
+
+static const char *tmp_path(int slot, const char *name)
+{
+	static char bufs[4][4200];
+	snprintf(bufs[slot], sizeof(bufs[slot]), "%s/%s", tmp_dir, name);
+	return bufs[slot];
+}
+
+/* data-* attribute of the element with that id, as a number; fails the
+ * test when it is missing. */
+static double svg_number(const char *doc, const char *id, const char *attr)
+{
+	char buf[64];
+	if (!svg_attr(doc, id, attr, buf, sizeof(buf))) {
+		fail_msg("no %s on #%s", attr, id);
+		return 0.0;
+	}
+	return strtod(buf, NULL);
+}
+
+static bool svg_label_is(const char *doc, const char *id, const char *want)
+{
+	char buf[256];
+	return svg_attr(doc, id, "data-label", buf, sizeof(buf)) && strcmp(buf, want) == 0;
+}
+
+/* Entries of tmp_dir other than . and .. */
+static int dir_entries(void)
+{
+	DIR *d = opendir(tmp_dir);
+	assert_non_null(d);
+	int n = 0;
+	for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+static void write_file(const char *path, const char *text, size_t repeat)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	for (size_t i = 0; i < repeat; i++) {
+		fputs(text, f);
+	}
+	assert_int_equal(fclose(f), 0);
+}
+
+static void roofline__cli_svg_draws_the_article_roofline(void **state)
+{
+	(void)state;
+	assert_non_null(mkdtemp(tmp_dir));
+	const char *model = src_path("plans/models/deepseek-v4.1-flash.yaml");
+	const char *gb200 = src_path("hardware/gb200-nvl72.yaml");
+	const char *svg = tmp_path(0, "roofline.svg");
+	const char *txt = tmp_path(1, "roofline.txt");
+	/* A file already there, with a second name: written in place, the
+	 * old name would show the new text; replaced atomically (a new file
+	 * renamed over it), the old inode keeps its text. */
+	const char *old_name = tmp_path(2, "old.svg");
+	write_file(svg, "not an svg\n", 1000);
+	assert_int_equal(link(svg, old_name), 0);
+
+	struct cli_result plain = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "8",
+					  "-T", "4", "--compare-ep", "8", NULL);
+	assert_int_equal(plain.status, 0);
+	struct cli_result r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "8",
+				      "-T", "4", "--compare-ep", "8", "--svg", svg, "-o", txt, NULL);
+	assert_int_equal(r.status, 0);
+	assert_string_equal(r.out, "");
+	/* -o holds exactly what stdout gets without it. */
+	char *text = cli_slurp(txt);
+	assert_non_null(text);
+	assert_string_equal(text, plain.out);
+	free(text);
+	cli_result_free(&plain);
+	cli_result_free(&r);
+	/* The two outputs, the old file, and no temporary file beside them. */
+	assert_int_equal(dir_entries(), 3);
+	char *old_text = cli_slurp(old_name);
+	assert_non_null(old_text);
+	assert_int_equal(strncmp(old_text, "not an svg\n", 11), 0);
+	free(old_text);
+
+	char *doc = cli_slurp(svg);
+	assert_non_null(doc);
+	assert_true(svg_well_formed(doc));
+	assert_null(strstr(doc, "not an svg"));
+	/* One roof per format the preset gives a peak for (fp4 10, fp8 5 and
+	 * bf16 2.5 PFLOP/s); the article's "5 PFLOP/s of FP8" and "8 TB/s"
+	 * put the fp8 ridge at 625 FLOP/B. */
+	assert_non_null(svg_element(doc, "roof-2"));
+	assert_null(svg_element(doc, "roof-3"));
+	assert_true(svg_label_is(doc, "roof-1", "fp8: 5 PFLOP/s, ridge 625 FLOP/B"));
+	assert_near(svg_number(doc, "ridge-1", "data-x"), 625.0, 1e-9);
+	assert_near(svg_number(doc, "ridge-1", "data-y"), 5e15, 1.0);
+	/* The operating point, by hand: b = 8 x 4 = 32 tokens per GPU,
+	 * t = b k N / slots = 32 x 6 x 64 / 448 = 27.43 tokens per expert;
+	 * F = 2 x 3 x 5120 x 2304 = 70,778,880 FLOP, W = 35,389,440 x 4.25 / 8
+	 * = 18,800,640 B, a = 5120 x 3 = 15,360 B: I = F t / (W + a t) = 101.0
+	 * FLOP/B, memory-bound, attainable I x 8 TB/s. */
+	double t64 = 32.0 * 6 * 64 / 448;
+	double i64 = 70778880.0 * t64 / (18800640.0 + 15360.0 * t64);
+	assert_true(svg_label_is(doc, "point-0", "EP64, 8 req/GPU"));
+	assert_near(svg_number(doc, "point-0", "data-x"), i64, 1e-3 * i64);
+	assert_near(svg_number(doc, "point-0", "data-y"), i64 * 8e12, 1e-3 * i64 * 8e12);
+	/* The same batch at EP8 with the article's 416 slots: t = 3.69. */
+	double t8 = 32.0 * 6 * 8 / 416;
+	double i8 = 70778880.0 * t8 / (18800640.0 + 15360.0 * t8);
+	assert_true(svg_label_is(doc, "point-1", "EP8, 8 req/GPU"));
+	assert_near(svg_number(doc, "point-1", "data-x"), i8, 1e-3 * i8);
+	assert_null(svg_element(doc, "point-2"));
+	/* Second panel: "t* ~ 192"; "In an EP64 group with 448 slots ... t =
+	 * 192 is reached at about 56 requests per GPU"; "In an EP8 group the
+	 * same crossing would need 416 requests per GPU". */
+	assert_printed(svg_number(doc, "t-star", "data-value"), 192.0, 1.0);
+	bool seen64 = false, seen8 = false;
+	size_t curves = 0;
+	char id[32];
+	for (size_t i = 0; i < 16; i++) {
+		snprintf(id, sizeof(id), "ep-%zu", i);
+		if (!svg_element(doc, id)) {
+			break;
+		}
+		curves++;
+		seen64 = seen64 || svg_label_is(doc, id, "EP64, 448 slots: t* at 56 req/GPU");
+		seen8 = seen8 || svg_label_is(doc, id, "EP8, 416 slots: t* at 416 req/GPU");
+	}
+	assert_true(seen64);
+	assert_true(seen8);
+	assert_in_range(curves, 2, 6);
+	assert_true(svg_label_is(doc, "ep-point-0", "EP64, 8 req/GPU"));
+	assert_near(svg_number(doc, "ep-point-0", "data-x"), 8.0, 1e-9);
+	assert_near(svg_number(doc, "ep-point-0", "data-y"), t64, 1e-3);
+	free(doc);
+
+	/* Without --requests: the table's 1, 8, 64 and 512 requests per GPU. */
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "--svg", svg, "-o", txt,
+		    "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	doc = cli_slurp(svg);
+	assert_non_null(doc);
+	assert_true(svg_well_formed(doc));
+	assert_true(svg_label_is(doc, "point-0", "EP64, 1 req/GPU"));
+	assert_true(svg_label_is(doc, "point-3", "EP64, 512 req/GPU"));
+	assert_null(svg_element(doc, "point-4"));
+	free(doc);
+	text = cli_slurp(txt);
+	assert_non_null(text);
+	assert_int_equal(text[0], '{');
+	free(text);
+
+	/* A picture that cannot be written: exit 1 and no output at all. */
+	const char *fresh = tmp_path(2, "fresh.txt");
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "--svg",
+		    tmp_path(3, "no-such-dir/roofline.svg"), "-o", fresh, NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "no-such-dir/roofline.svg"));
+	cli_result_free(&r);
+	struct stat st;
+	assert_int_not_equal(stat(fresh, &st), 0);
+
+	/* -o or --svg naming an input is refused before anything is read. */
+	const char *copy = tmp_path(2, "model.yaml");
+	char *model_text = cli_slurp(model);
+	assert_non_null(model_text);
+	write_file(copy, model_text, 1);
+	const char *outs[][2] = {{"-o", copy}, {"--svg", copy}};
+	for (size_t i = 0; i < 2; i++) {
+		r = cli_run("roofline", "-m", copy, "-H", gb200, outs[i][0], outs[i][1], NULL);
+		assert_int_equal(r.status, 2);
+		assert_non_null(strstr(r.err, "refusing to overwrite"));
+		cli_result_free(&r);
+		char *after = cli_slurp(copy);
+		assert_non_null(after);
+		assert_string_equal(after, model_text);
+		free(after);
+	}
+	r = cli_run("roofline", "-m", model, "-H", gb200, "--svg", svg, "-o", svg, NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	free(model_text);
+
+	char script[4300];
+	snprintf(script, sizeof(script), "rm -rf '%s'", tmp_dir);
+	assert_int_equal(system(script), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -666,6 +866,7 @@ int main(void)
 		cmocka_unit_test(roofline__point_rejects_bad_widths),
 		cmocka_unit_test(roofline__cli_reproduces_the_article),
 		cmocka_unit_test(roofline__cli_usage_errors),
+		cmocka_unit_test(roofline__cli_svg_draws_the_article_roofline),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,8 +1,9 @@
 /* Tests of the SVG writer (svg.h) and the plots drawn with it (plots.h).
  *
  * Every SVG produced here is checked to be well-formed XML by a small
- * independent checker (balanced tags, one root, quoted attributes without
- * '<', valid entity references, no duplicate attributes, valid UTF-8).
+ * independent checker (svg-check.h: balanced tags, one root, quoted
+ * attributes without '<', valid entity references, no duplicate
+ * attributes, valid UTF-8).
  * Pixel positions are hand-computed from the panel geometry written in each
  * test; roofline figures come from the seed article (quoted).
  */
@@ -23,215 +24,7 @@
 #include "moeplan/plots.h"
 #include "moeplan/svg.h"
 
-/* --- an independent well-formedness checker ----------------------------- */
-
-static bool is_name_start(char c)
-{
-	return c == '_' || c == ':' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-	       (unsigned char)c >= 0x80;
-}
-
-static bool is_name_char(char c)
-{
-	return is_name_start(c) || c == '-' || c == '.' || (c >= '0' && c <= '9');
-}
-
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Length of a valid entity reference at s ('&...;'), or 0. */
-static size_t entity_len(const char *s)
-{
-	static const char *const named[] = {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"};
-	for (size_t i = 0; i < 5; i++) {
-		if (strncmp(s, named[i], strlen(named[i])) == 0) {
-			return strlen(named[i]);
-		}
-	}
-	if (s[1] != '#') {
-		return 0;
-	}
-	size_t i = 2;
-	bool hex = s[2] == 'x';
-	if (hex) {
-		i++;
-	}
-	size_t start = i;
-	while ((s[i] >= '0' && s[i] <= '9') ||
-	       (hex && ((s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))) {
-		i++;
-	}
-	return i > start && s[i] == ';' ? i + 1 : 0;
-}
-
-static bool valid_utf8(const char *text)
-{
-	const unsigned char *s = (const unsigned char *)text;
-	while (*s) {
-		size_t len = *s < 0x80 ? 1 : (*s >> 5) == 0x6 ? 2 : (*s >> 4) == 0xE ? 3 : (*s >> 3) == 0x1E ? 4 : 0;
-		if (len == 0 || (*s >= 0x80 && *s < 0xC2)) {
-			return false;
-		}
-		for (size_t i = 1; i < len; i++) {
-			if ((s[i] & 0xC0) != 0x80) {
-				return false;
-			}
-		}
-		if (*s < 0x20 && *s != '\t' && *s != '\n' && *s != '\r') {
-			return false;
-		}
-		s += len;
-	}
-	return true;
-}
-
-static bool well_formed(const char *s)
-{
-	char stack[64][64];
-	size_t depth = 0;
-	bool root_seen = false;
-	if (!valid_utf8(s)) {
-		return false;
-	}
-	if (strncmp(s, "<?xml", 5) == 0) {
-		const char *e = strstr(s, "?>");
-		if (!e) {
-			return false;
-		}
-		s = e + 2;
-	}
-	while (*s) {
-		if (*s != '<') {
-			if (*s == '&') {
-				size_t n = entity_len(s);
-				if (n == 0) {
-					return false;
-				}
-				s += n;
-				continue;
-			}
-			if (depth == 0 && !is_space(*s)) {
-				return false;
-			}
-			s++;
-			continue;
-		}
-		if (strncmp(s, "<!--", 4) == 0) {
-			const char *e = strstr(s + 4, "-->");
-			if (!e) {
-				return false;
-			}
-			s = e + 3;
-			continue;
-		}
-		if (s[1] == '!' || s[1] == '?') {
-			return false;
-		}
-		bool closing = s[1] == '/';
-		s += closing ? 2 : 1;
-		if (!is_name_start(*s)) {
-			return false;
-		}
-		const char *name = s;
-		while (is_name_char(*s)) {
-			s++;
-		}
-		size_t name_len = (size_t)(s - name);
-		if (name_len >= 64) {
-			return false;
-		}
-		if (closing) {
-			while (is_space(*s)) {
-				s++;
-			}
-			if (*s != '>' || depth == 0 || strlen(stack[depth - 1]) != name_len ||
-			    strncmp(stack[depth - 1], name, name_len) != 0) {
-				return false;
-			}
-			depth--;
-			s++;
-			continue;
-		}
-		if (depth == 0 && root_seen) {
-			return false;
-		}
-		root_seen = true;
-		char attrs[32][64];
-		size_t n_attrs = 0;
-		for (;;) {
-			bool space = false;
-			while (is_space(*s)) {
-				s++;
-				space = true;
-			}
-			if (*s == '>' || (s[0] == '/' && s[1] == '>')) {
-				break;
-			}
-			if (!space || !is_name_start(*s)) {
-				return false;
-			}
-			const char *an = s;
-			while (is_name_char(*s)) {
-				s++;
-			}
-			size_t an_len = (size_t)(s - an);
-			if (an_len >= 64 || n_attrs >= 32) {
-				return false;
-			}
-			for (size_t i = 0; i < n_attrs; i++) {
-				if (strlen(attrs[i]) == an_len && strncmp(attrs[i], an, an_len) == 0) {
-					return false;
-				}
-			}
-			memcpy(attrs[n_attrs], an, an_len);
-			attrs[n_attrs++][an_len] = '\0';
-			while (is_space(*s)) {
-				s++;
-			}
-			if (*s++ != '=') {
-				return false;
-			}
-			while (is_space(*s)) {
-				s++;
-			}
-			char q = *s++;
-			if (q != '"' && q != '\'') {
-				return false;
-			}
-			while (*s && *s != q) {
-				if (*s == '<') {
-					return false;
-				}
-				if (*s == '&') {
-					size_t n = entity_len(s);
-					if (n == 0) {
-						return false;
-					}
-					s += n;
-					continue;
-				}
-				s++;
-			}
-			if (*s != q) {
-				return false;
-			}
-			s++;
-		}
-		if (*s == '/') {
-			s += 2;
-			continue;
-		}
-		if (depth >= 64) {
-			return false;
-		}
-		memcpy(stack[depth], name, name_len);
-		stack[depth++][name_len] = '\0';
-		s++;
-	}
-	return depth == 0 && root_seen;
-}
+#include "svg-check.h"
 
 /* --- helpers ----------------------------------------------------------- */
 
@@ -369,7 +162,7 @@ static struct mp_svg_panel_spec simple_spec(enum mp_svg_scale xs, double x0, dou
 static void svg__checker_rejects_malformed_xml(void **state)
 {
 	(void)state;
-	assert_true(well_formed("<?xml version=\"1.0\"?>\n<svg a=\"1\"><g/><text>a &amp; b</text></svg>\n"));
+	assert_true(svg_well_formed("<?xml version=\"1.0\"?>\n<svg a=\"1\"><g/><text>a &amp; b</text></svg>\n"));
 	const char *bad[] = {
 		"<svg><g></svg>",                   /* unclosed */
 		"<svg></g></svg>",                  /* stray close */
@@ -384,7 +177,7 @@ static void svg__checker_rejects_malformed_xml(void **state)
 		"text<svg/>",                       /* text outside the root */
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_false(well_formed(bad[i]));
+		assert_false(svg_well_formed(bad[i]));
 	}
 }
 
@@ -406,7 +199,7 @@ static void svg__linear_values_map_to_hand_computed_pixels(void **state)
 		.x = xs, .y = ys, .n = 3}), 0);
 	assert_int_equal(mp_svg_panel_end(p), 0);
 	char *doc = render(svg);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	const char *g = element(doc, "s1");
 	assert_non_null(g);
 	char cls[32], label[32], pts[128];
@@ -470,7 +263,7 @@ static void svg__log_axis_ticks_at_decades_and_pixels(void **state)
 	assert_true(isnan(mp_svg_panel_x(p, -3)));
 	assert_int_equal(mp_svg_panel_end(p), 0);
 	char *doc = render(svg);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	/* Decade labels with SI prefixes: 1e15 is "1P", 1e13 "10T". */
 	assert_non_null(strstr(doc, ">1P</text>"));
 	assert_non_null(strstr(doc, ">10T</text>"));
@@ -525,7 +318,7 @@ static void svg__escapes_labels(void **state)
 	assert_int_equal(mp_svg_panel_end(p), 0);
 	assert_int_equal(mp_svg_text(svg, 10, 10, MP_SVG_START, 10, false, "note", "n", "1 < 2 > 0 & ok"), 0);
 	char *doc = render(svg);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	assert_null(strstr(doc, "<script>"));
 	assert_null(strstr(doc, "<b>"));
 	assert_non_null(strstr(doc, "<title>a &lt;b&gt; &amp; &quot;c&quot;</title>"));
@@ -556,7 +349,7 @@ static void svg__nonfinite_points_are_skipped(void **state)
 	assert_int_equal(mp_svg_panel_hline(p, HUGE_VAL, "h", "bad line", 0, 0), 0);
 	assert_int_equal(mp_svg_panel_end(p), 0);
 	char *doc = render(svg);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	const char *g = element(doc, "s");
 	assert_non_null(g);
 	const char *end = element(doc, "pt");
@@ -710,7 +503,7 @@ static void svg__roofline_has_roofs_ridges_points_and_crossings(void **state)
 	int rc;
 	char *doc = render_with(write_roofline, &plot, &rc);
 	assert_int_equal(rc, 0);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	char buf[128];
 	const char *ids[] = {"roofline", "ep", "roof-0", "roof-1", "ridge-0", "ridge-1", "point-0",
 			     "point-1", "ep-0", "ep-1", "t-star", "ep-0-cross", "ep-1-cross",
@@ -798,7 +591,7 @@ static void svg__roofline_refuses_bad_numbers_without_output(void **state)
 	size_t n = fread(text, 1, sizeof(text) - 1, f);
 	text[n] = '\0';
 	fclose(f);
-	assert_true(well_formed(text));
+	assert_true(svg_well_formed(text));
 	assert_non_null(element(text, "roof-0"));
 	assert_null(element(text, "ep"));
 	assert_int_equal(unlink(path), 0);
@@ -841,7 +634,7 @@ static void svg__heatmap_factors_and_common_scale(void **state)
 	int rc;
 	char *doc = render_with(write_heatmap, &plot, &rc);
 	assert_int_equal(rc, 0);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	char buf[128];
 	const char *want[][2] = {
 		{"factor-before-0", "4.00"}, {"factor-before-1", "1.00"}, {"factor-before-2", "-"},
@@ -878,7 +671,7 @@ static void svg__heatmap_factors_and_common_scale(void **state)
 	plot.after = NULL;
 	doc = render_with(write_heatmap, &plot, &rc);
 	assert_int_equal(rc, 0);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	assert_null(element(doc, "heatmap-after"));
 	free(doc);
 
@@ -912,7 +705,7 @@ static void svg__heatmap_rows_grow_to_fit_the_colorbar_title(void **state)
 	int rc;
 	char *doc = render_with(write_heatmap, &plot, &rc);
 	assert_int_equal(rc, 0);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	const char *bar = element(doc, "colorbar");
 	assert_non_null(bar);
 	const char *rect = strstr(bar, "<rect");
@@ -939,7 +732,7 @@ static void svg__pareto_is_a_step_line_with_markers(void **state)
 	int rc;
 	char *doc = render_with(write_pareto, &plot, &rc);
 	assert_int_equal(rc, 0);
-	assert_true(well_formed(doc));
+	assert_true(svg_well_formed(doc));
 	assert_non_null(element(doc, "pareto"));
 	assert_non_null(element(doc, "pareto-1"));
 	char buf[256];

@@ -63,7 +63,9 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
  * "prefill" when the file is a full plan, NULL = decode), SGLang's
  * `{"physical_to_logical_map": [[...]]}`, vLLM's export, or a bare
  * [layers][slots] array. gpus: the GPU count when the file does not say it
- * (0 = unknown: then MP_EINVAL if the file does not give it).
+ * (0 = unknown: then MP_EINVAL if the file does not give it). A moeplan
+ * placement gives it as `gpus`, moeplan's vLLM export as `ep_size`; when
+ * both the file and gpus give it, they must agree (else MP_EINVAL).
  * Fills out->n_layers, gpus, slots_per_gpu, n_experts (max id + 1, or the
  * plan's count) and each layer's slot_expert; loads/bounds left zero. */
 int mp_load_map(const char *path, const char *phase, uint32_t gpus,

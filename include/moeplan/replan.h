@@ -33,11 +33,23 @@
  *     0, 1, 2, ... moves (the curve), the from-scratch plan caps it;
  *  3. across layers, the budget goes where it buys most (dynamic
  *     programming over the curves: exact for the curves);
- *  4. a GLPK MIP per layer (small layers only) with the move budget (or
- *     the move cost) as a constraint (objective term), seeded with the
- *     local search's plan, time-limited. A layer is "optimal" when its
- *     load meets the from-scratch lower bound or GLPK proves it for its
- *     budget.
+ *  4. a GLPK MIP per layer with the move budget (or the move cost) as a
+ *     constraint (objective term), seeded with the best plan so far: its
+ *     LP relaxation first (simplex iteration limit 4 x (rows + columns));
+ *     then branch and bound on layers of at most 32 slots, or where the LP
+ *     bound beats the from-scratch bound, within a work budget (simplex
+ *     iterations and nodes, counted in GLPK's callback and stopped with
+ *     glp_ios_terminate, sized by the matrix's nonzeros). Layers over
+ *     20000 MIP columns skip GLPK. `method` says which happened.
+ *     A layer is "optimal" when its load meets the from-scratch lower
+ *     bound, GLPK proves it for its budget, or it was allotted no moves;
+ *     otherwise "feasible" with the gap to the bound.
+ *
+ * Every search is bounded by counted work (steps, iterations, nodes), so
+ * the result depends only on the input and the options, not on the
+ * machine or the thread count. The time limit is a safety net: when it
+ * stops the from-scratch solver or GLPK, the layer's status is
+ * "time_limit" and only then may the output depend on machine speed.
  */
 #ifndef MOEPLAN_REPLAN_H
 #define MOEPLAN_REPLAN_H
@@ -77,11 +89,12 @@ struct mp_replan_options {
 					 perfect balance, seconds, > 0 */
 	double min_gain;            /**< keep the current plan when the relative gain in the
 					 sum of busiest-GPU loads is below this; [0, 1), default 0 */
-	double time_limit_s;        /**< per layer, for the from-scratch solver and for the MIP;
-					 default 2 */
+	double time_limit_s;        /**< safety net per layer, seconds, for the from-scratch
+					 solver and for GLPK (work budgets normally end the
+					 searches first); default 10 */
 	uint64_t expert_bytes;      /**< bytes copied per move; default MP_REPLAN_DEFAULT_EXPERT_BYTES */
 	double link_bw_bytes_per_s; /**< per GPU and direction; default MP_REPLAN_DEFAULT_LINK_BW */
-	bool mip;                   /**< run the GLPK MIP on small layers; default true */
+	bool mip;                   /**< run the GLPK MIP (see Method, step 4); default true */
 	unsigned threads;           /**< for the from-scratch solver; 0 = number of CPUs */
 	bool verbose;               /**< GLPK's log on stderr */
 };
@@ -156,7 +169,8 @@ void mp_replan_finish(struct mp_replan *replan);
  * ([n_layers][n_experts], the same shape as current). The current map may
  * hold two replicas of an expert on one GPU (they are kept unless moved);
  * the new plan never adds such a pair. Deterministic for the same input
- * and options unless a time limit stops GLPK or the from-scratch solver.
+ * and options (whatever opts->threads) unless the time limit stops GLPK or
+ * the from-scratch solver (then that layer's status is MP_PLACE_TIME_LIMIT).
  * Returns 0; MP_EINVAL (shapes differ, an expert without a slot, an id out
  * of range, a negative or non-finite load, bad options; with a
  * diagnostic); MP_ENOMEM. out is filled on success. */

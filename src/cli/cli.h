@@ -111,8 +111,18 @@ int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32
 	      uint32_t drafter_slots, struct mp_ep_width *out);
 /** "18.8 MB": value with an SI prefix and unit, 4 significant digits. */
 void cli_si(double value, const char *unit, char *buf, size_t size);
-/** Emit doc (YAML or JSON) to stdout and destroy it; an exit status. */
-int cli_emit_doc(struct mp_doc *doc, enum cli_output format);
+/** Emit doc (YAML or JSON) to path (NULL or "-" = stdout) atomically and
+ * destroy it; an exit status. */
+int cli_emit_doc(struct mp_doc *doc, const char *path, enum cli_output format);
+/** Write the text print(user, out) prints to path (NULL or "-" = stdout)
+ * atomically (mp_write_atomic: on failure path is untouched); print returns
+ * 0 or an MP_E* code. Prints "moeplan: PATH: cannot write: ..." on failure;
+ * an exit status. */
+int cli_write_text(const char *path, int (*print)(void *user, FILE *out), void *user);
+/** False, after a usage error, when one of outputs[n_outputs] (NULL and "-"
+ * skipped) names one of inputs[n_inputs] or an earlier output. */
+bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_t n_outputs,
+			      const char *const *inputs, size_t n_inputs);
 /* Pictures shared by plan, check, replan and roofline (plot-helpers.c).
  * Each writes its SVG to path atomically ("-" = stdout), prints
  * "moeplan: PATH: message" on failure and returns an exit status. */

@@ -13,9 +13,10 @@ static const struct option comm_options[] = {
 	{"model", required_argument, NULL, 'm'},
 	{"hardware", required_argument, NULL, 'H'},
 	{"ep", required_argument, NULL, 'e'},
-	{"gpus-per-node", required_argument, NULL, 'g'},
-	{"tokens-per-gpu", required_argument, NULL, 't'},
+	{"gpus-per-node", required_argument, NULL, 'n'},
+	{"tokens-per-gpu", required_argument, NULL, 'b'},
 	{"max-nodes-per-token", required_argument, NULL, 'M'},
+	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, 'h'},
 	{0},
@@ -26,16 +27,17 @@ static const struct cli_option_help comm_help[] = {
 	{"H", "hardware file (hardware/*.yaml) (required)"},
 	{"N", "EP width (required)"},
 	{"G", "GPUs joined by scale-up links, e.g. 8 for HGX, 72 for NVL72 (required)"},
-	{"T", "tokens per GPU per step (required)"},
+	{"B", "tokens per GPU per step, b (required)"},
 	{"M", "node-limited routing: at most M destination nodes per token (default: no limit)"},
+	{"FILE", "write the result to FILE, atomically (default '-', stdout)"},
 	{"FMT", "text (default), yaml or json"},
 	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_comm_help = {
 	.name = "comm",
-	.synopsis = "moeplan comm --model M --hardware H --ep N --gpus-per-node G --tokens-per-gpu T\n"
-		    "                    [--max-nodes-per-token M] [--format json]",
+	.synopsis = "moeplan comm --model M --hardware H --ep N --gpus-per-node G --tokens-per-gpu B\n"
+		    "                    [--max-nodes-per-token M] [-o FILE] [--format json]",
 	.description =
 		"The communication of one MoE layer per GPU: a token's hidden state goes out in the\n"
 		"dispatch format and each expert's result comes back in the combine format. Over\n"
@@ -48,8 +50,8 @@ const struct cli_command_help cmd_comm_help = {
 	.options = comm_options,
 	.help = comm_help,
 	.examples =
-		"  moeplan comm -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 -g 72 -t 256\n"
-		"  moeplan comm -m plans/models/deepseek-v3.yaml -H hardware/hgx-h100.yaml --ep 64 -g 8 -t 4096 -M 4 -f json\n",
+		"  moeplan comm -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 -n 72 -b 256\n"
+		"  moeplan comm -m plans/models/deepseek-v3.yaml -H hardware/hgx-h100.yaml --ep 64 -n 8 -b 4096 -M 4 -f json\n",
 };
 
 static struct mp_doc *comm_doc(const struct mp_model *m, const struct mp_hardware *hw,
@@ -101,55 +103,69 @@ static struct mp_doc *comm_doc(const struct mp_model *m, const struct mp_hardwar
 	return d;
 }
 
-static void print_link(const char *name, double per_token_d, double per_token_c, double bytes,
-		       double bw, double seconds, double bw_to_hide)
+static void print_link(FILE *f, const char *name, double per_token_d, double per_token_c,
+		       double bytes, double bw, double seconds, double bw_to_hide)
 {
 	char b[32], r[32], h[32];
 	cli_si(bytes, "B", b, sizeof(b));
 	cli_si(bw, "B/s", r, sizeof(r));
 	cli_si(bw_to_hide, "B/s", h, sizeof(h));
-	printf("  %-9s %.6g B dispatch + %.6g B combine per token; %s each way per GPU\n", name,
-	       per_token_d, per_token_c, b);
-	printf("            %.4g us at %s; hides under the arithmetic at %s\n", seconds * 1e6, r, h);
+	fprintf(f, "  %-9s %.6g B dispatch + %.6g B combine per token; %s each way per GPU\n", name,
+		per_token_d, per_token_c, b);
+	fprintf(f, "            %.4g us at %s; hides under the arithmetic at %s\n", seconds * 1e6, r, h);
 }
 
-static void print_comm(const struct mp_model *m, const struct mp_hardware *hw,
-		       const struct mp_comm *c, uint32_t max_nodes)
+/* What print_comm prints. */
+struct comm_run {
+	const struct mp_model *m;
+	const struct mp_hardware *hw;
+	const struct mp_comm *c;
+	uint32_t max_nodes;
+};
+
+static int print_comm(void *user, FILE *f)
 {
-	char f[32], rf[32], sf[32], pk[32];
-	printf("%s on %s: EP%u = %u node%s of %u GPUs, %.6g tokens per GPU, one MoE layer\n",
-	       m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)", c->ep,
-	       c->nodes, c->nodes == 1 ? "" : "s", c->gpus_per_node, c->tokens_per_gpu);
-	printf("per token  %u visits x %.6g B = %.6g B (%s in, %s out); %.3f destination nodes",
-	       m->top_k, c->bytes_per_token / (double)m->top_k, c->bytes_per_token,
-	       mp_format_name(m->dispatch_format), mp_format_name(m->combine_format),
-	       c->dest_nodes_per_token);
+	const struct comm_run *r = user;
+	const struct mp_model *m = r->m;
+	const struct mp_hardware *hw = r->hw;
+	const struct mp_comm *c = r->c;
+	uint32_t max_nodes = r->max_nodes;
+	char fl[32], rf[32], sf[32], pk[32];
+	fprintf(f, "%s on %s: EP%u = %u node%s of %u GPUs, %.6g tokens per GPU, one MoE layer\n",
+		m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)", c->ep,
+		c->nodes, c->nodes == 1 ? "" : "s", c->gpus_per_node, c->tokens_per_gpu);
+	fprintf(f, "per token  %u visits x %.6g B = %.6g B (%s in, %s out); %.3f destination nodes",
+		m->top_k, c->bytes_per_token / (double)m->top_k, c->bytes_per_token,
+		mp_format_name(m->dispatch_format), mp_format_name(m->combine_format),
+		c->dest_nodes_per_token);
 	if (max_nodes) {
-		printf(" (at most %u)", max_nodes);
+		fprintf(f, " (at most %u)", max_nodes);
 	}
-	printf(", %.3f remote; %.3f visits cross NVLink\n", c->remote_nodes_per_token,
-	       c->scale_up_visits_per_token);
-	print_link("scale-up", c->dispatch_up_bytes_per_token, c->combine_up_bytes_per_token,
+	fprintf(f, ", %.3f remote; %.3f visits cross NVLink\n", c->remote_nodes_per_token,
+		c->scale_up_visits_per_token);
+	print_link(f, "scale-up", c->dispatch_up_bytes_per_token, c->combine_up_bytes_per_token,
 		   c->scale_up_bytes, c->scale_up_bw_bytes_per_s, c->scale_up_s, c->scale_up_bw_to_hide);
-	print_link("scale-out", c->dispatch_out_bytes_per_token, c->combine_out_bytes_per_token,
+	print_link(f, "scale-out", c->dispatch_out_bytes_per_token, c->combine_out_bytes_per_token,
 		   c->scale_out_bytes, c->scale_out_bw_bytes_per_s, c->scale_out_s, c->scale_out_bw_to_hide);
 	cli_si(c->routed_flops, "FLOP", rf, sizeof(rf));
 	cli_si(c->shared_flops, "FLOP", sf, sizeof(sf));
-	cli_si(c->flops, "FLOP", f, sizeof(f));
+	cli_si(c->flops, "FLOP", fl, sizeof(fl));
 	cli_si(c->peak_flops, "FLOP/s", pk, sizeof(pk));
-	printf("arithmetic routed %s + shared %s = %s per GPU: %.4g us at %s (%s)\n", rf, sf, f,
-	       c->compute_s * 1e6, pk, mp_compute_name(m->expert_compute));
-	printf("ratio      communication / arithmetic = %.3g: %s\n", c->ratio,
-	       c->comm_s <= c->compute_s ? "the exchange can hide under the experts"
-					 : "the exchange cannot hide under the experts");
-	printf("per step   %u MoE layers: communication %.4g ms, arithmetic %.4g ms\n", c->moe_layers,
-	       c->step_comm_s * 1e3, c->step_compute_s * 1e3);
+	fprintf(f, "arithmetic routed %s + shared %s = %s per GPU: %.4g us at %s (%s)\n", rf, sf, fl,
+		c->compute_s * 1e6, pk, mp_compute_name(m->expert_compute));
+	fprintf(f, "ratio      communication / arithmetic = %.3g: %s\n", c->ratio,
+		c->comm_s <= c->compute_s ? "the exchange can hide under the experts"
+					  : "the exchange cannot hide under the experts");
+	fprintf(f, "per step   %u MoE layers: communication %.4g ms, arithmetic %.4g ms\n", c->moe_layers,
+		c->step_comm_s * 1e3, c->step_compute_s * 1e3);
+	return 0;
 }
 
 int cmd_comm(int argc, char **argv)
 {
 	const char *model_path = NULL;
 	const char *hw_path = NULL;
+	const char *output = NULL;
 	enum cli_output format = CLI_OUTPUT_TEXT;
 	struct mp_comm_input in;
 	mp_comm_input_init(&in);
@@ -171,15 +187,18 @@ int cmd_comm(int argc, char **argv)
 		case 'e':
 			ok = cli_parse_u32("comm", "ep", optarg, 1, 1u << 20, &in.ep);
 			break;
-		case 'g':
+		case 'n':
 			ok = cli_parse_u32("comm", "gpus-per-node", optarg, 1, 1u << 20, &in.gpus_per_node);
 			break;
-		case 't':
+		case 'b':
 			ok = cli_parse_double("comm", "tokens-per-gpu", optarg, 0, 1e9, &in.tokens_per_gpu);
 			break;
 		case 'M':
 			ok = cli_parse_u32("comm", "max-nodes-per-token", optarg, 1, 1u << 20,
 					   &in.max_nodes_per_token);
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'f':
 			ok = cli_parse_output("comm", optarg, &format);
@@ -206,6 +225,10 @@ int cmd_comm(int argc, char **argv)
 		return cli_usage("comm", "--ep %u: expected at most --gpus-per-node %u or a multiple of it",
 				 in.ep, in.gpus_per_node);
 	}
+	const char *inputs[] = {model_path, hw_path};
+	if (!cli_outputs_spare_inputs("comm", &output, 1, inputs, 2)) {
+		return EXIT_USAGE;
+	}
 
 	struct mp_model model;
 	struct mp_hardware hw;
@@ -224,10 +247,12 @@ int cmd_comm(int argc, char **argv)
 		goto out;
 	}
 	if (format == CLI_OUTPUT_TEXT) {
-		print_comm(&model, &hw, &result, in.max_nodes_per_token);
-		status = EXIT_OK;
+		struct comm_run run = {.m = &model, .hw = &hw, .c = &result,
+				       .max_nodes = in.max_nodes_per_token};
+		status = cli_write_text(output, print_comm, &run);
 	} else {
-		status = cli_emit_doc(comm_doc(&model, &hw, &result, in.max_nodes_per_token), format);
+		status = cli_emit_doc(comm_doc(&model, &hw, &result, in.max_nodes_per_token), output,
+				      format);
 	}
 out:
 	mp_model_finish(&model);

@@ -32,6 +32,7 @@ static const struct option fit_options[] = {
 	{"buffers", required_argument, NULL, OPT_BUFFERS},
 	{"buffer-tokens", required_argument, NULL, OPT_BUFFER_TOKENS},
 	{"no-workspace", no_argument, NULL, OPT_NO_WORKSPACE},
+	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, 'h'},
 	{0},
@@ -51,6 +52,7 @@ static const struct cli_option_help fit_help[] = {
 	{"MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout"},
 	{"T", "tokens per rank the buffers are sized for (default: the step's tokens per GPU)"},
 	{NULL, "leave out the MoE activation workspace"},
+	{"FILE", "write the breakdown to FILE, atomically (default '-', stdout)"},
 	{"FMT", "text (default), yaml or json"},
 	{NULL, "show this help"},
 };
@@ -58,7 +60,7 @@ static const struct cli_option_help fit_help[] = {
 const struct cli_command_help cmd_fit_help = {
 	.name = "fit",
 	.synopsis = "moeplan fit --model M --hardware H --ep N --requests R --context C\n"
-		    "                   [--format json] [options]",
+		    "                   [-o FILE] [--format json] [options]",
 	.description =
 		"Audits one GPU's HBM at an EP width and a batch: the routed-expert slots it holds\n"
 		"(replicas included), the shared experts, the dense and attention weights, the\n"
@@ -154,62 +156,77 @@ static struct mp_doc *fit_doc(const struct mp_model *m, const struct mp_hardware
 	return d;
 }
 
-static void line(const char *label, uint64_t bytes, const char *note)
+static void line(FILE *f, const char *label, uint64_t bytes, const char *note)
 {
 	char b[32];
 	cli_si((double)bytes, "B", b, sizeof(b));
-	printf("  %-18s %12s%s%s\n", label, b, note[0] ? "  " : "", note);
+	fprintf(f, "  %-18s %12s%s%s\n", label, b, note[0] ? "  " : "", note);
 }
 
-static void print_fit(const struct mp_model *m, const struct mp_hardware *hw,
-		      const struct mp_capacity_input *in, const struct mp_capacity *c, bool have_max,
-		      uint64_t max_requests)
+/* What print_fit prints. */
+struct fit_run {
+	const struct mp_model *m;
+	const struct mp_hardware *hw;
+	const struct mp_capacity_input *in;
+	const struct mp_capacity *c;
+	bool have_max;
+	uint64_t max_requests;
+};
+
+static int print_fit(void *user, FILE *f)
 {
+	const struct fit_run *r = user;
+	const struct mp_model *m = r->m;
+	const struct mp_hardware *hw = r->hw;
+	const struct mp_capacity_input *in = r->in;
+	const struct mp_capacity *c = r->c;
 	char note[160], w[32], cap[32], fr[32];
 	struct mp_expert_cost e;
 	mp_roofline_expert(m, &e);
-	printf("%s on %s, %s at EP%u: %u slots (%u per GPU), %.4g request(s) x %.0f tokens of context\n",
-	       m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)",
-	       in->prefill ? "prefill" : "decode", in->width.ep, in->width.slots,
-	       in->width.slots / in->width.ep, in->requests, in->context_tokens);
+	fprintf(f, "%s on %s, %s at EP%u: %u slots (%u per GPU), %.4g request(s) x %.0f tokens of context\n",
+		m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)",
+		in->prefill ? "prefill" : "decode", in->width.ep, in->width.slots,
+		in->width.slots / in->width.ep, in->requests, in->context_tokens);
 	cli_si(e.weight_bytes, "B", w, sizeof(w));
 	snprintf(note, sizeof(note), "%u slots x %u layers x %s", in->width.slots / in->width.ep,
 		 m->moe_layers, w);
-	line("routed experts", c->routed_bytes, note);
-	line("shared experts", c->shared_bytes, "");
-	line("dense/attention", c->dense_bytes, "");
-	line("drafter", c->drafter_bytes, "");
+	line(f, "routed experts", c->routed_bytes, note);
+	line(f, "shared experts", c->shared_bytes, "");
+	line(f, "dense/attention", c->dense_bytes, "");
+	line(f, "drafter", c->drafter_bytes, "");
 	snprintf(note, sizeof(note), "%.6g B/token x %.0f tokens x %.4g request(s)", c->kv_bytes_per_token,
 		 in->context_tokens, in->requests);
-	line("KV cache", c->kv_bytes, note);
+	line(f, "KV cache", c->kv_bytes, note);
 	snprintf(note, sizeof(note), "DeepEP %s, %.0f tokens per rank", buffers_name(c->buffers),
 		 c->tokens_per_gpu);
-	line("dispatch/combine", c->buffer_bytes, note);
-	line("MoE workspace", c->workspace_bytes, "");
-	line("reserve", c->reserve_bytes, "");
+	line(f, "dispatch/combine", c->buffer_bytes, note);
+	line(f, "MoE workspace", c->workspace_bytes, "");
+	line(f, "reserve", c->reserve_bytes, "");
 	cli_si((double)c->capacity_bytes, "B", cap, sizeof(cap));
 	snprintf(note, sizeof(note), "of %s", cap);
-	line("total", c->used_bytes, note);
+	line(f, "total", c->used_bytes, note);
 	cli_si(fabs((double)c->free_bytes), "B", fr, sizeof(fr));
 	if (c->fits) {
-		printf("fits: %s free (%.1f%% headroom)\n", fr,
-		       100.0 * (double)c->free_bytes / (double)c->capacity_bytes);
+		fprintf(f, "fits: %s free (%.1f%% headroom)\n", fr,
+			100.0 * (double)c->free_bytes / (double)c->capacity_bytes);
 	} else {
-		printf("does not fit: %s short\n", fr);
+		fprintf(f, "does not fit: %s short\n", fr);
 	}
-	if (have_max) {
-		printf("largest batch at %.0f tokens of context: %llu requests per GPU\n", in->context_tokens,
-		       (unsigned long long)max_requests);
+	if (r->have_max) {
+		fprintf(f, "largest batch at %.0f tokens of context: %llu requests per GPU\n", in->context_tokens,
+			(unsigned long long)r->max_requests);
 	} else {
-		printf("largest batch at %.0f tokens of context: none (the rest does not fit without requests)\n",
-		       in->context_tokens);
+		fprintf(f, "largest batch at %.0f tokens of context: none (the rest does not fit without requests)\n",
+			in->context_tokens);
 	}
+	return 0;
 }
 
 int cmd_fit(int argc, char **argv)
 {
 	const char *model_path = NULL;
 	const char *hw_path = NULL;
+	const char *output = NULL;
 	uint32_t ep = 0, slots = 0, drafter_slots = 0;
 	double requests = -1.0, context = -1.0, tpr = -1.0, chunk = 0.0;
 	enum cli_output format = CLI_OUTPUT_TEXT;
@@ -263,6 +280,9 @@ int cmd_fit(int argc, char **argv)
 		case OPT_NO_WORKSPACE:
 			opts.workspace = false;
 			break;
+		case 'o':
+			output = optarg;
+			break;
 		case 'f':
 			ok = cli_parse_output("fit", optarg, &format);
 			break;
@@ -282,6 +302,10 @@ int cmd_fit(int argc, char **argv)
 	}
 	if (!model_path || !hw_path || ep == 0 || requests < 0 || context < 0) {
 		return cli_usage("fit", "--model, --hardware, --ep, --requests and --context are required");
+	}
+	const char *inputs[] = {model_path, hw_path};
+	if (!cli_outputs_spare_inputs("fit", &output, 1, inputs, 2)) {
+		return EXIT_USAGE;
 	}
 
 	struct mp_model model;
@@ -320,10 +344,12 @@ int cmd_fit(int argc, char **argv)
 	}
 	bool have_max = rc == 0;
 	if (format == CLI_OUTPUT_TEXT) {
-		print_fit(&model, &hw, &in, &cap, have_max, max_requests);
-		status = EXIT_OK;
+		struct fit_run run = {.m = &model, .hw = &hw, .in = &in, .c = &cap,
+				      .have_max = have_max, .max_requests = max_requests};
+		status = cli_write_text(output, print_fit, &run);
 	} else {
-		status = cli_emit_doc(fit_doc(&model, &hw, &in, &cap, have_max, max_requests), format);
+		status = cli_emit_doc(fit_doc(&model, &hw, &in, &cap, have_max, max_requests), output,
+				      format);
 	}
 	if (status == EXIT_OK && !cap.fits) {
 		status = EXIT_INPUT;

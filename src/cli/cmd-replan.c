@@ -16,28 +16,48 @@
 #include "moeplan/roofline.h"
 #include "moeplan/simulate.h"
 
+/* Short letters only where they mean the same in every command (-p plan,
+ * -l loads, -g gpus, -P phase, -m model, -H hardware, -t time-limit,
+ * -j threads, -o output, -f format, -v verbose, -h help); the options
+ * only replan has are long-only. */
+enum {
+	OPT_MAX_MOVES = 256,
+	OPT_MOVE_COST,
+	OPT_HORIZON,
+	OPT_LAYER_TIME,
+	OPT_MIN_GAIN,
+	OPT_EXPERT_BYTES,
+	OPT_LINK_BW,
+	OPT_SLOT_COUNTS,
+	OPT_PARETO,
+	OPT_SVG,
+	OPT_EXPORT,
+	OPT_EXPORT_OUTPUT,
+	OPT_NO_MIP,
+};
+
 static const struct option replan_options[] = {
 	{"plan", required_argument, NULL, 'p'},
 	{"loads", required_argument, NULL, 'l'},
 	{"gpus", required_argument, NULL, 'g'},
 	{"phase", required_argument, NULL, 'P'},
-	{"max-moves", required_argument, NULL, 'm'},
-	{"move-cost", required_argument, NULL, 'c'},
-	{"horizon", required_argument, NULL, 'H'},
-	{"layer-time", required_argument, NULL, 'T'},
-	{"min-gain", required_argument, NULL, 'G'},
-	{"model", required_argument, NULL, 'M'},
-	{"hardware", required_argument, NULL, 'W'},
-	{"expert-bytes", required_argument, NULL, 'B'},
-	{"link-bandwidth", required_argument, NULL, 'L'},
-	{"slot-counts", no_argument, NULL, 's'},
-	{"pareto", no_argument, NULL, 'x'},
-	{"svg", required_argument, NULL, 'S'},
-	{"export", required_argument, NULL, 'e'},
-	{"export-output", required_argument, NULL, 'E'},
+	{"max-moves", required_argument, NULL, OPT_MAX_MOVES},
+	{"move-cost", required_argument, NULL, OPT_MOVE_COST},
+	{"horizon", required_argument, NULL, OPT_HORIZON},
+	{"layer-time", required_argument, NULL, OPT_LAYER_TIME},
+	{"min-gain", required_argument, NULL, OPT_MIN_GAIN},
+	{"model", required_argument, NULL, 'm'},
+	{"hardware", required_argument, NULL, 'H'},
+	{"expert-bytes", required_argument, NULL, OPT_EXPERT_BYTES},
+	{"link-bandwidth", required_argument, NULL, OPT_LINK_BW},
+	{"slot-counts", no_argument, NULL, OPT_SLOT_COUNTS},
+	{"pareto", no_argument, NULL, OPT_PARETO},
+	{"svg", required_argument, NULL, OPT_SVG},
+	{"export", required_argument, NULL, OPT_EXPORT},
+	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
 	{"time-limit", required_argument, NULL, 't'},
 	{"threads", required_argument, NULL, 'j'},
-	{"no-mip", no_argument, NULL, 'n'},
+	{"no-mip", no_argument, NULL, OPT_NO_MIP},
 	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -51,8 +71,8 @@ static const struct cli_option_help replan_help[] = {
 		"                                 (required)"},
 	{"OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang\n"
 		"                                 logical_count), or [layers][slots] per physical slot (required)"},
-	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare list; default:\n"
-		"                                 the file's)"},
+	{"N", "GPUs of a map that does not say (SGLang map, bare list); checked\n"
+		"                                 against the file's gpus or vLLM ep_size (default: the file's)"},
 	{"PHASE", "phase of a full plan to re-plan: decode (default) or prefill"},
 	{"M", "at most M moves over all layers, or a percentage of all slots\n"
 		"                                 (layers x slots), e.g. 25% (default: no limit)"},
@@ -82,10 +102,12 @@ static const struct cli_option_help replan_help[] = {
 		"                                 input's format)"},
 	{"FILE", "with --export: the engine map goes here and the plan to -o\n"
 		"                                 (default: none)"},
-	{"SECONDS", "time limit per layer for the from-scratch solver and the MIP\n"
-		"                                 (default 2)"},
-	{"N", "solver threads over layers (default: number of CPUs)"},
-	{NULL, "skip the GLPK MIP (local search and the from-scratch plan only)"},
+	{"SECONDS", "safety net per layer for the from-scratch solver and GLPK: counted\n"
+		"                                 work budgets end the searches first, so the output depends on\n"
+		"                                 machine speed only when this fires (status time_limit; default 10)"},
+	{"N", "threads of the from-scratch solver; the output does not depend on\n"
+		"                                 it (default: number of CPUs)"},
+	{NULL, "skip GLPK (local search and the from-scratch plan only)"},
 	{"FILE", "write the output to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
 	{NULL, "show GLPK's own log on stderr"},
@@ -106,7 +128,9 @@ const struct cli_command_help cmd_replan_help = {
 		"search from the current map (slot re-assignments and swaps), the from-scratch\n"
 		"plan relabelled to keep experts in place (and its lower bound, valid for any\n"
 		"budget), the budget split over layers by dynamic programming, and a GLPK MIP with\n"
-		"the move budget on small layers. Writes the new plan in the input's own format\n"
+		"the move budget (its LP bound; branch and bound on small layers or where that\n"
+		"bound helps). Every search runs on counted work budgets, so the same inputs and\n"
+		"options give byte-identical output. Writes the new plan in the input's own format\n"
 		"(a full plan keeps everything and gets the phase's placement replaced and a\n"
 		"`replan` record), and prints per layer the moves (GPU, slot, old -> new expert,\n"
 		"bytes), the busiest-GPU load before and after, the bound, the total bytes and the\n"
@@ -168,63 +192,63 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			}
 			a->phase = optarg;
 			break;
-		case 'm':
+		case OPT_MAX_MOVES:
 			a->max_moves = optarg;
 			break;
-		case 'c':
+		case OPT_MOVE_COST:
 			a->move_cost = optarg;
 			break;
-		case 'H':
+		case OPT_HORIZON:
 			if (!cli_parse_double("replan", "horizon", optarg, 1e-9, 1e15, &a->opts.horizon_steps)) {
 				return EXIT_USAGE;
 			}
 			break;
-		case 'T':
+		case OPT_LAYER_TIME:
 			if (!cli_parse_quantity("replan", "layer-time", optarg, "seconds", 1e-15, 1e6,
 						&a->opts.layer_time_s)) {
 				return EXIT_USAGE;
 			}
 			a->have_layer_time = true;
 			break;
-		case 'G':
+		case OPT_MIN_GAIN:
 			if (!cli_parse_double("replan", "min-gain", optarg, 0, 0.999999, &a->opts.min_gain)) {
 				return EXIT_USAGE;
 			}
 			break;
-		case 'M':
+		case 'm':
 			a->model = optarg;
 			break;
-		case 'W':
+		case 'H':
 			a->hardware = optarg;
 			break;
-		case 'B':
+		case OPT_EXPERT_BYTES:
 			if (!cli_parse_quantity("replan", "expert-bytes", optarg, "bytes", 1, 1e15, &a->expert_bytes)) {
 				return EXIT_USAGE;
 			}
 			a->have_expert_bytes = true;
 			break;
-		case 'L':
+		case OPT_LINK_BW:
 			if (!cli_parse_quantity("replan", "link-bandwidth", optarg, "bytes/s", 1, 1e18, &a->link_bw)) {
 				return EXIT_USAGE;
 			}
 			a->have_link_bw = true;
 			break;
-		case 's':
+		case OPT_SLOT_COUNTS:
 			a->slot_counts = true;
 			break;
-		case 'x':
+		case OPT_PARETO:
 			a->pareto = true;
 			break;
-		case 'S':
+		case OPT_SVG:
 			a->svg = optarg;
 			break;
-		case 'e':
+		case OPT_EXPORT:
 			if (mp_export_parse(optarg, &a->export_format) != 0) {
 				return cli_usage("replan", "--export '%s': expected 'sglang' or 'vllm'", optarg);
 			}
 			a->have_export = true;
 			break;
-		case 'E':
+		case OPT_EXPORT_OUTPUT:
 			a->export_output = optarg;
 			break;
 		case 't':
@@ -237,7 +261,7 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'n':
+		case OPT_NO_MIP:
 			a->opts.mip = false;
 			break;
 		case 'o':

@@ -9,6 +9,10 @@
 #include "moeplan/loader.h"
 #include "moeplan/simulate.h"
 
+/* No short options for these: -n is --gpus-per-node and -S --split in
+ * the other commands. */
+enum { OPT_STEPS = 256, OPT_SEED };
+
 static const struct option simulate_options[] = {
 	{"plan", required_argument, NULL, 'p'},
 	{"phase", required_argument, NULL, 'P'},
@@ -19,8 +23,8 @@ static const struct option simulate_options[] = {
 	{"top-k", required_argument, NULL, 'k'},
 	{"requests", required_argument, NULL, 'r'},
 	{"tokens-per-request", required_argument, NULL, 'T'},
-	{"steps", required_argument, NULL, 'n'},
-	{"seed", required_argument, NULL, 'S'},
+	{"steps", required_argument, NULL, OPT_STEPS},
+	{"seed", required_argument, NULL, OPT_SEED},
 	{"prefer-local", no_argument, NULL, 'L'},
 	{"threads", required_argument, NULL, 'j'},
 	{"output", required_argument, NULL, 'o'},
@@ -43,7 +47,7 @@ static const struct cli_option_help simulate_help[] = {
 	{"SEED", "random seed, 0 to 2^63-1 (default 1)"},
 	{NULL, "use a replica on the sending GPU if it has one"},
 	{"N", "worker threads (default: CPUs; same results)"},
-	{"FILE", "write the report to FILE (default '-', stdout)"},
+	{"FILE", "write the report to FILE, atomically (default '-', stdout)"},
 	{"FMT", "yaml (default) or json"},
 	{NULL, "show this help"},
 };
@@ -52,7 +56,7 @@ const struct cli_command_help cmd_simulate_help = {
 	.name = "simulate",
 	.synopsis = "moeplan simulate (--plan PLAN | --model M --ep N [--slots S]) [--top-k K]\n"
 		    "                        [--loads L] --requests R [--tokens-per-request T]\n"
-		    "                        [--steps N] [--seed S] [--format yaml|json] [options]",
+		    "                        [--steps N] [--seed S] [-o FILE] [--format yaml|json] [options]",
 	.description =
 		"Draws the routing of finite batches: every GPU sends R x T tokens, each token\n"
 		"picks top-k distinct experts with probability proportional to their popularity\n"
@@ -67,8 +71,10 @@ const struct cli_command_help cmd_simulate_help = {
 	.options = simulate_options,
 	.help = simulate_help,
 	.examples =
-		"  moeplan simulate --model M.yaml --ep 64 --requests 8 --tokens-per-request 4\n"
-		"  moeplan simulate --plan plan.yaml --model M.yaml --loads L.csv -r 60 -f json\n",
+		"  moeplan simulate --model plans/models/deepseek-v4.1-flash.yaml --ep 64 --requests 8 \\\n"
+		"      --tokens-per-request 4\n"
+		"  moeplan simulate -m plans/models/olmoe-1b-7b.yaml -e 8 -l plans/traces/olmoe_github.csv \\\n"
+		"      -r 60 -f json -o simulate.json\n",
 };
 
 struct simulate_args {
@@ -147,10 +153,10 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 			ok = cli_parse_u32("simulate", "tokens-per-request", optarg, 1, UINT32_MAX,
 					   &a->tokens_per_request);
 			break;
-		case 'n':
+		case OPT_STEPS:
 			ok = cli_parse_u32("simulate", "steps", optarg, 1, MP_SIMULATE_MAX_STEPS, &a->steps);
 			break;
-		case 'S':
+		case OPT_SEED:
 			ok = parse_seed(optarg, &a->seed);
 			break;
 		case 'L':
