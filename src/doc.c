@@ -523,6 +523,23 @@ int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void
 		}
 		return rc;
 	}
+	/* A device or a FIFO (/dev/null, /dev/stdout, a pipe) is written in
+	 * place: renaming a file over it would replace the device itself. */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if (S_ISDIR(st.st_mode)) {
+			return MP_EIO;
+		}
+		FILE *direct = fopen(path, "w");
+		if (!direct) {
+			return MP_EIO;
+		}
+		int rc = write(user, direct);
+		if (fclose(direct) != 0 && rc == 0) {
+			rc = MP_EIO;
+		}
+		return rc;
+	}
 	size_t len = strlen(path);
 	if (len + 16 > sizeof(pending_tmp) || pending_active) {
 		return MP_EIO;

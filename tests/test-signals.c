@@ -4,7 +4,8 @@
  * an input is never overwritten by -o; outputs do not depend on the run or
  * on the thread count.
  *
- * The runs use the built CLI ($MOEPLAN) on the shipped presets. Catching a
+ * The runs use the built CLI ($MOEPLAN): `place` on loads written by the
+ * test, `plan` on a copy of a shipped preset, `check` and `replan`. Catching a
  * run in the middle of writing is not left to timing: the test watches the
  * output folder with inotify, stops the process (SIGSTOP) the moment its
  * temporary file appears, checks that the file is there, and only then
@@ -13,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -145,12 +147,39 @@ static pid_t spawn(const char *arg0, ...)
 	return pid;
 }
 
-/* The scenario these tests run: the shipped DeepSeek-V4.1-Flash plan,
- * whose output is about half a megabyte of YAML, so writing it takes long
- * enough to be caught in the middle. */
-static const char *scenario(void)
+/* Loads of `layers` rows of `experts` columns. skew 0: all 1 (every layer
+ * is solved at once, so a run's time goes to its output); skew > 0: the
+ * issue 4 benchmark's w[l][e] = floor(1e6 / (((97 e + 31 l) mod E) + 1)^s)
+ * with s = skew / 10 (integers, written exactly). */
+static void write_loads(const char *path, unsigned layers, unsigned experts, unsigned skew)
 {
-	return src_path("plans/default.yaml");
+	FILE *f = fopen(path, "wb");
+	assert_non_null(f);
+	for (unsigned l = 0; l < layers; l++) {
+		for (unsigned e = 0; e < experts; e++) {
+			unsigned long w = 1;
+			if (skew) {
+				double r = (double)((97u * e + 31u * l) % experts) + 1.0;
+				w = (unsigned long)(1e6 / pow(r, skew / 10.0));
+			}
+			fprintf(f, "%lu%c", w, e + 1 < experts ? ',' : '\n');
+		}
+	}
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The run the signal tests interrupt: 24 layers of 512 experts placed on
+ * 512 GPUs x 4 slots, about 0.6 MB of YAML. */
+#define BIG_GPUS "512"
+#define BIG_SLOTS "2048"
+
+static const char *big_loads(void)
+{
+	const char *path = in_dir("big.csv");
+	if (!file_exists(path)) {
+		write_loads(path, 24, 512, 0);
+	}
+	return path;
 }
 
 /* ------------------------------------------------------------- tests */
@@ -160,8 +189,9 @@ static const char *scenario(void)
 static void signals__sigterm_mid_run_leaves_nothing(void **state)
 {
 	(void)state;
-	const char *out = in_dir("plan.yaml");
-	pid_t pid = spawn("plan", scenario(), "--threads", "1", "-o", out, NULL);
+	const char *out = in_dir("placement.yaml");
+	pid_t pid = spawn("place", big_loads(), "--gpus", BIG_GPUS, "--slots", BIG_SLOTS, "--threads", "1",
+			  "-o", out, NULL);
 	struct timespec half = {.tv_sec = 0, .tv_nsec = 500000000};
 	nanosleep(&half, NULL);
 	int status = 0;
@@ -177,7 +207,7 @@ static void signals__sigterm_mid_run_leaves_nothing(void **state)
 	assert_int_equal(count_tmp_files(), 0);
 }
 
-/* Run the plan to out, stop it the moment its temporary file appears,
+/* Run the placement to out, stop it the moment its temporary file appears,
  * send sig, let it go on. Returns true when the process was caught with
  * its temporary file present (else it had already renamed it). */
 static bool kill_while_writing(const char *out, int sig, int *status)
@@ -185,7 +215,7 @@ static bool kill_while_writing(const char *out, int sig, int *status)
 	int fd = inotify_init1(IN_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_true(inotify_add_watch(fd, dir, IN_CREATE) >= 0);
-	pid_t pid = spawn("plan", scenario(), "-o", out, NULL);
+	pid_t pid = spawn("place", big_loads(), "--gpus", BIG_GPUS, "--slots", BIG_SLOTS, "-o", out, NULL);
 	const char *base = strrchr(out, '/') + 1;
 	char tmp_name[512] = "";
 	bool exited = false;
@@ -231,8 +261,9 @@ static bool kill_while_writing(const char *out, int sig, int *status)
 static void signal_while_writing(int sig)
 {
 	const char *ref = in_dir("reference.yaml");
-	const char *out = in_dir("plan.yaml");
-	struct cli_result r = cli_run("plan", scenario(), "-o", ref, NULL);
+	const char *out = in_dir("placement.yaml");
+	struct cli_result r = cli_run("place", big_loads(), "--gpus", BIG_GPUS, "--slots", BIG_SLOTS,
+				      "-o", ref, NULL);
 	assert_int_equal(r.status, 0);
 	cli_result_free(&r);
 	char *want = cli_slurp(ref);
@@ -330,6 +361,91 @@ static void signals__plan_never_overwrites_an_input(void **state)
 	}
 }
 
+/* place, check and replan refuse -o naming one of their inputs, also when
+ * spelled differently, and leave it as it was. */
+static void expect_refused(const char *what, struct cli_result r, const char *path,
+			   const char *before)
+{
+	char *after = cli_slurp(path);
+	assert_non_null(after);
+	if (r.status == 0 || strcmp(after, before) != 0) {
+		fail_msg("%s: -o %s (an input) was not refused (exit %d)", what, path, r.status);
+	}
+	assert_int_equal(count_tmp_files(), 0);
+	free(after);
+	cli_result_free(&r);
+}
+
+static void signals__place_check_replan_never_overwrite_an_input(void **state)
+{
+	(void)state;
+	const char *loads = in_dir("loads.csv");
+	const char *plan = in_dir("placement.yaml");
+	write_loads(loads, 4, 64, 10);
+	struct cli_result r = cli_run("place", loads, "--gpus", "8", "--slots", "72", "-o", plan, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *loads_text = cli_slurp(loads);
+	char *plan_text = cli_slurp(plan);
+	assert_non_null(loads_text);
+	assert_non_null(plan_text);
+	char loads_alias[600];
+	snprintf(loads_alias, sizeof(loads_alias), "%s/../%s/loads.csv", dir, strrchr(dir, '/') + 1);
+
+	expect_refused("place", cli_run("place", loads, "--gpus", "8", "--slots", "72", "-o", loads, NULL),
+		       loads, loads_text);
+	expect_refused("place", cli_run("place", loads, "--gpus", "8", "--slots", "72", "-o",
+					loads_alias, NULL), loads, loads_text);
+	expect_refused("check", cli_run("check", plan, "-o", plan, NULL), plan, plan_text);
+	expect_refused("check", cli_run("check", plan, "--loads", loads, "-o", loads, NULL), loads,
+		       loads_text);
+	expect_refused("replan", cli_run("replan", "--plan", plan, "--loads", loads, "-o", plan, NULL),
+		       plan, plan_text);
+	expect_refused("replan", cli_run("replan", "--plan", plan, "--loads", loads, "-o", loads_alias,
+					 NULL), loads, loads_text);
+	free(loads_text);
+	free(plan_text);
+}
+
+/* The same placement, byte for byte, from run to run and with 1 or 2
+ * threads, in YAML and in JSON (skewed loads, so that the solver works). */
+static void signals__place_same_bytes_across_runs_and_threads(void **state)
+{
+	(void)state;
+	const char *loads = in_dir("loads.csv");
+	write_loads(loads, 16, 256, 10);
+	const char *fmt[] = {"yaml", "json"};
+	for (int f = 0; f < 2; f++) {
+		char *first = NULL;
+		const char *threads[] = {"1", "2", "2", "1"};
+		for (int i = 0; i < 4; i++) {
+			const char *out = in_dir("placement.out");
+			struct cli_result r = cli_run("place", loads, "--gpus", "64", "--slots", "320",
+						      "--threads", threads[i], "--format", fmt[f], "-o",
+						      out, NULL);
+			if (r.status != 0) {
+				fail_msg("place --threads %s --format %s: exit %d: %s", threads[i], fmt[f],
+					 r.status, r.err);
+			}
+			cli_result_free(&r);
+			char *text = cli_slurp(out);
+			assert_non_null(text);
+			unlink(out);
+			if (!first) {
+				first = text;
+				assert_true(strlen(first) > 10000);
+				continue;
+			}
+			if (strcmp(text, first) != 0) {
+				fail_msg("%s output with --threads %s differs from the first run", fmt[f],
+					 threads[i]);
+			}
+			free(text);
+		}
+		free(first);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -341,6 +457,10 @@ int main(void)
 						dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(signals__plan_never_overwrites_an_input, dir_setup,
 						dir_teardown),
+		cmocka_unit_test_setup_teardown(signals__place_check_replan_never_overwrite_an_input,
+						dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(signals__place_same_bytes_across_runs_and_threads,
+						dir_setup, dir_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

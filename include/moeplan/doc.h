@@ -74,7 +74,9 @@ void mp_doc_format_real(double value, char *buf, size_t size);
 /** Write a file atomically: create a temporary file next to path, call
  * write(user, file), flush, fsync, rename over path. On any failure the
  * temporary file is removed and path is untouched. path "-" writes to
- * stdout. A temporary file in progress is registered so that
+ * stdout; an existing path that is not a regular file (a device such as
+ * /dev/null, a FIFO) is written in place, never replaced; a directory is
+ * MP_EIO. A temporary file in progress is registered so that
  * mp_output_abort_all() (safe to call from a signal handler) can unlink it.
  * Returns 0, the callback's error, or MP_EIO. */
 int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void *user);
