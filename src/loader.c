@@ -197,6 +197,13 @@ static void verror_at(struct ld *ld, int line, int column, const char *fmt, va_l
 	}
 	char buf[1024];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
+	/* A diagnostic is one line, whatever the user's value or path it
+	 * quotes holds (a YAML scalar may keep line breaks). */
+	for (char *p = buf; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		}
+	}
 	int rc = mp_diags_add(ld->diags, ld->path, line, column, MP_EINVAL, "%s", buf);
 	if (rc == MP_ENOMEM) {
 		ld_fail(ld, rc);

@@ -430,7 +430,7 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 					res = PL_ENUM_NOMEM;
 					goto out;
 				}
-				if (++leaves % 256 == 0 && pl_now() > deadline) {
+				if (++leaves % 256 == 0 && pl_timed_out(work, deadline)) {
 					res = PL_ENUM_TIMEOUT;
 					goto out;
 				}

@@ -23,6 +23,17 @@ double pl_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+bool pl_timed_out(struct pl_work *work, double deadline)
+{
+	if (work->timed_out) {
+		return true;
+	}
+	if (deadline < (double)INFINITY && pl_now() > deadline) {
+		work->timed_out = true;
+	}
+	return work->timed_out;
+}
+
 void pl_prob_init(struct pl_prob *prob, const double *w, uint32_t E, uint32_t G, uint32_t S)
 {
 	prob->w = w;
@@ -858,7 +869,7 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 	uint64_t iter = 0;
 	uint64_t cap = 64ull * prob->N + 1000;
 	while (iter++ < cap) {
-		if ((iter & 63) == 0 && pl_now() > deadline) {
+		if ((iter & 63) == 0 && pl_timed_out(work, deadline)) {
 			break;
 		}
 		uint32_t b = argmax(sol->load, G);
@@ -888,7 +899,7 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 	/* Second busiest: improve the heaviest GPU below the max, if the max
 	 * is held by one GPU only. */
 	while (iter++ < cap) {
-		if ((iter & 63) == 0 && pl_now() > deadline) {
+		if ((iter & 63) == 0 && pl_timed_out(work, deadline)) {
 			break;
 		}
 		uint32_t b = argmax(sol->load, G);
@@ -977,7 +988,7 @@ int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work
 	uint64_t start = work->ops;
 	for (uint32_t it = 0; work->ops - start < max_ops; it++) {
 		work->ops += prob->N;
-		if (best->max <= lb + prob->tol || ((it & 15) == 0 && pl_now() > deadline)) {
+		if (best->max <= lb + prob->tol || ((it & 15) == 0 && pl_timed_out(work, deadline))) {
 			break;
 		}
 		pl_sol_copy(&cand, best, prob);

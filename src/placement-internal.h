@@ -55,7 +55,18 @@ struct pl_work {
 	uint32_t *items;  /* [N] item expert ids, scratch */
 	uint32_t *gorder; /* [G] GPUs by load, scratch */
 	uint64_t ops;     /* work done by the local search (deterministic effort count) */
+	uint64_t mip_work; /* GLPK work units left for this layer's MIPs (pl_mip_pack) */
+	bool timed_out;   /* the wall-clock safety net stopped some part of the search */
 };
+
+/* Deterministic budgets. Every search is bounded by counted work, so that a
+ * layer's plan depends only on its input and options; the wall-clock limit
+ * (mp_place_options.time_limit_s) is a safety net: a search that reaches it
+ * stops and sets work->timed_out, and the layer's status is time_limit. */
+
+/* True (and work->timed_out set) when the deadline has passed; deadline
+ * INFINITY never passes. */
+bool pl_timed_out(struct pl_work *work, double deadline);
 
 /* Wall clock in seconds (CLOCK_MONOTONIC). */
 double pl_now(void);
@@ -131,7 +142,8 @@ enum pl_enum_result {
 
 /* Enumerate r vectors (1 <= r_e <= G, sum N) with pl_bound_for_r < cutoff.
  * Gives up (PL_ENUM_TOO_MANY) before starting when a count of the
- * candidates exceeds max_leaves. */
+ * candidates exceeds max_leaves; PL_ENUM_TIMEOUT (work->timed_out set) when
+ * the deadline passes. */
 enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint64_t max_leaves,
 				 double deadline, struct pl_work *work, struct pl_rset *out);
 void pl_rset_free(struct pl_rset *set);
@@ -165,15 +177,17 @@ bool pl_repair_dups(const struct pl_prob *prob, struct pl_sol *sol);
  * re-splits of the busiest GPU's and a partner's items, and replica moves
  * (one replica of x becomes one of y) until no move lowers (max, number of
  * GPUs at max); then swaps that lower the second busiest.
- * Never makes the sorted load vector worse. Stops at deadline. */
+ * Never makes the sorted load vector worse. At most 64 N + 1000 moves;
+ * stops early at deadline (safety net, sets work->timed_out). */
 void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *work,
 		double deadline);
 
 /* Iterated local search: a random valid change (swap, or replica move),
  * then pl_improve; kept unless worse. Stops after max_ops units of work
  * (work->ops: candidate moves looked at, a machine-independent count), when max
- * meets lb, or at deadline. Deterministic: the random stream is seeded
- * from the layer's shape only. Returns 0 or MP_ENOMEM. */
+ * meets lb, or at deadline (safety net, sets work->timed_out).
+ * Deterministic: the random stream is seeded from the layer's shape only.
+ * Returns 0 or MP_ENOMEM. */
 int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work, double lb,
 	   uint64_t max_ops, double deadline);
 
@@ -187,17 +201,27 @@ int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work
 
 enum pl_mip_result {
 	PL_MIP_IMPROVED = 0, /* found a packing with max < cutoff (in sol); optimal for r */
-	PL_MIP_IMPROVED_LIMIT, /* found one, but the time limit stopped the proof */
+	PL_MIP_IMPROVED_LIMIT, /* found one, but a limit stopped the proof */
 	PL_MIP_NONE,         /* proven: no packing of r has max < cutoff */
-	PL_MIP_LIMIT,        /* time limit, nothing found */
+	PL_MIP_LIMIT,        /* a limit stopped the search, nothing found */
 	PL_MIP_ERROR,        /* GLPK failed or out of memory */
 };
+
+/* GLPK work units: one per simplex iteration, PL_MIP_NODE_WORK per
+ * branch-and-bound node (cut generation and bookkeeping), PL_MIP_CALL_WORK
+ * per model built. With GLPK 5.0 on the 2-core test machine a unit of the
+ * packing MIP on 12 to 24 slots takes about 0.1 ms. */
+#define PL_MIP_NODE_WORK 20u
+#define PL_MIP_CALL_WORK 20u
 
 /* Packing MIP for fixed replica counts r (representatives formulation:
  * item i, sorted by size, goes to the GPU "represented" by its first item
  * j <= i, which removes the symmetry of identical GPUs). Minimises the
  * busiest load subject to max <= cutoff and max >= lb. *bound_out gets a
- * valid lower bound for this r (cutoff when NONE). */
+ * valid lower bound for this r (cutoff when NONE). The limits: the work
+ * budget work->mip_work (decremented by the units used: the deterministic
+ * limit), and the deadline (GLPK's tm_lim, the safety net: sets
+ * work->timed_out). */
 enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, double cutoff,
 			       double lb, double deadline, bool verbose, struct pl_sol *sol,
 			       double *bound_out, struct pl_work *work);

@@ -23,6 +23,7 @@
 #include "placement-internal.h"
 
 #include <glpk.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -87,9 +88,18 @@ void pl_glpk_thread_done(void)
 }
 
 struct cb_state {
-	double bound; /* best node bound seen, scaled */
+	double bound;   /* best node bound seen, scaled */
+	uint64_t limit; /* work units allowed (see pl_mip_pack) */
+	uint64_t used;  /* work units seen so far */
+	bool stopped;   /* the budget ended the search */
 };
 
+/* Called by glp_intopt at every step of the branch-and-cut: records the
+ * best node bound and stops the search (glp_ios_terminate) once its work,
+ * GLPK's own counts of simplex iterations (glp_get_it_cnt) and of
+ * branch-and-bound nodes (glp_ios_tree_size), reaches the budget. The
+ * counts do not depend on the machine, so the stop comes at the same
+ * point of the search everywhere. */
 static void mip_callback(glp_tree *tree, void *info)
 {
 	struct cb_state *st = info;
@@ -99,6 +109,16 @@ static void mip_callback(glp_tree *tree, void *info)
 		if (b > st->bound) {
 			st->bound = b;
 		}
+	}
+	int a_cnt = 0;
+	int n_cnt = 0;
+	int t_cnt = 0;
+	glp_ios_tree_size(tree, &a_cnt, &n_cnt, &t_cnt);
+	int it = glp_get_it_cnt(glp_ios_get_prob(tree));
+	st->used = (uint64_t)(it > 0 ? it : 0) + PL_MIP_NODE_WORK * (uint64_t)(t_cnt > 0 ? t_cnt : 0);
+	if (!st->stopped && st->used >= st->limit) {
+		st->stopped = true;
+		glp_ios_terminate(tree);
 	}
 }
 
@@ -119,8 +139,14 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 		*bound_out = cutoff;
 		return PL_MIP_NONE;
 	}
-	double remaining = deadline - pl_now();
+	if (work->mip_work < PL_MIP_CALL_WORK) {
+		work->mip_work = 0;
+		return PL_MIP_LIMIT;
+	}
+	work->mip_work -= PL_MIP_CALL_WORK;
+	double remaining = deadline < (double)INFINITY ? deadline - pl_now() : (double)INFINITY;
 	if (remaining <= 0.001) {
+		work->timed_out = true;
 		return PL_MIP_LIMIT;
 	}
 	/* Items sorted by size (experts by w/r, replicas contiguous). */
@@ -274,7 +300,7 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	trip_free(t);
 	memset(t, 0, sizeof(*t));
 
-	struct cb_state st = { .bound = lb / scale };
+	struct cb_state st = { .bound = lb / scale, .limit = work->mip_work };
 	glp_iocp parm;
 	glp_init_iocp(&parm);
 	parm.presolve = GLP_ON;
@@ -291,10 +317,21 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	parm.clq_cuts = GLP_ON;
 	parm.br_tech = GLP_BR_PCH;
 	parm.bt_tech = GLP_BT_BPH;
+	/* The wall clock only as a safety net (INT_MAX: none). */
 	double ms = remaining * 1000.0;
-	parm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
+	parm.tm_lim = ms > 2e9 ? INT_MAX : (int)ms + 1;
 	int ret = glp_intopt(lp, &parm);
 	int status = glp_mip_status(lp);
+	work->mip_work -= st.used < work->mip_work ? st.used : work->mip_work;
+	if (ret == GLP_ESTOP && !st.stopped) {
+		ret = GLP_EFAIL; /* not ours: treat as a failure */
+	}
+	if (ret == GLP_ETMLIM) {
+		work->timed_out = true;
+	}
+	if (ret == GLP_ESTOP) {
+		ret = GLP_ETMLIM; /* a limit, handled as the time limit below */
+	}
 	if (ret == GLP_ENOPFS || (ret == 0 && status == GLP_NOFEAS)) {
 		res = PL_MIP_NONE;
 		*bound_out = cutoff;

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -32,12 +33,17 @@ static const char M_BIG[] = "heuristic; glpk skipped: layer too large for the mi
 static const char M_ENUM_BIG[] =
 	"heuristic, bound by replica-count enumeration; glpk skipped: layer too large for the mip";
 static const char M_MIP_OPT[] = "glpk mip per replica-count vector, optimal";
+static const char M_MIP_BUDGET[] =
+	"glpk mip per replica-count vector; its work budget ran out before the proof";
 static const char M_MIP_TL[] = "glpk mip per replica-count vector, time limit";
 static const char M_MIP_ERR[] = "glpk mip per replica-count vector; glpk failed on some";
 static const char M_FIXED[] =
 	"glpk packing mip for the heuristic's replica counts; too many replica-count vectors to prove";
+static const char M_FIXED_BUDGET[] =
+	"glpk packing mip for the heuristic's replica counts; its work budget ran out";
 static const char M_FIXED_TL[] =
 	"glpk packing mip for the heuristic's replica counts, time limit";
+static const char M_HEUR_TL[] = "heuristic, time limit";
 static const char M_ENUM_TL[] = "heuristic; time limit in replica-count enumeration";
 static const char M_WEIGHTED[] = "weighted split: glpk lp over the even-split plan";
 static const char M_WEIGHTED_EVEN[] = "weighted split: even shares (glpk lp failed)";
@@ -56,6 +62,7 @@ void mp_place_options_init(struct mp_place_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
 	opts->time_limit_s = 10.0;
+	opts->effort = 1.0;
 	opts->threads = 0;
 	opts->split = MP_SPLIT_EVEN;
 	opts->gpus_per_node = 0;
@@ -191,7 +198,7 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 		if (br >= best->max - prob->tol) {
 			continue; /* cannot beat the incumbent */
 		}
-		if (*limit || pl_now() > deadline) {
+		if (*limit || pl_timed_out(work, deadline) || work->mip_work == 0) {
 			*limit = true;
 			if (br < minb) {
 				minb = br;
@@ -234,16 +241,45 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 
 /* Iterated local search effort per layer, in work->ops units (a few
  * nanoseconds each): a short run always, a longer one while the gap is
- * above PL_ILS_GAP. */
+ * above PL_ILS_GAP; both at most PL_ILS_OPS_PER_SLOT2 per squared slot
+ * count, so that small layers (which the MIP proves) do not spend it. */
 #define PL_ILS_OPS 1000000u
 #define PL_ILS_MORE_OPS 30000000u
+#define PL_ILS_OPS_PER_SLOT2 5000u
 #define PL_ILS_GAP 1e-3
+
+/* GLPK work per layer (units of pl_mip_pack): PL_MIP_WORK_BASE plus
+ * PL_MIP_WORK_PER_SLOT2 per squared slot count (the packing MIP has N^2 / 2
+ * binaries). At about 0.1 ms a unit (placement-internal.h) that is 3 to
+ * 5 s for a 24-slot layer whose MIP does not close; the mixtral traces
+ * and DeepSeek's EPLB example are proven with a fifth of it. */
+#define PL_MIP_WORK_BASE 20000u
+#define PL_MIP_WORK_PER_SLOT2 40u
+
+/* A budget scaled by the effort option (rounded down; at least 1). */
+static uint64_t scaled(double units, double effort)
+{
+	double v = floor(units * effort);
+	return v < 1 ? 1 : v > 1e18 ? (uint64_t)1e18 : (uint64_t)v;
+}
+
+static uint64_t mip_budget(const struct pl_prob *prob, double effort)
+{
+	double n = prob->N;
+	return scaled(PL_MIP_WORK_BASE + PL_MIP_WORK_PER_SLOT2 * n * n, effort);
+}
+
+static uint64_t ils_budget(const struct pl_prob *prob, double cap, double effort)
+{
+	double n = (double)PL_ILS_OPS_PER_SLOT2 * prob->N * prob->N;
+	return scaled(n < cap ? n : cap, effort);
+}
 
 static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       const struct mp_place_options *opts, struct mp_layer_placement *out)
 {
 	double t0 = pl_now();
-	double deadline = t0 + (opts->time_limit_s > 0 ? opts->time_limit_s : 0);
+	double deadline = opts->time_limit_s > 0 ? t0 + opts->time_limit_s : (double)INFINITY;
 	struct pl_prob prob;
 	struct pl_work work = { 0 };
 	struct pl_sol best = { 0 };
@@ -256,6 +292,7 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		rc = MP_ENOMEM;
 		goto out;
 	}
+	work.mip_work = mip_budget(&prob, opts->effort);
 	enum mp_place_status status = MP_PLACE_FEASIBLE;
 	const char *method = M_BIG;
 	double lb = 0;
@@ -280,9 +317,11 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		goto done;
 	}
 	if (best.max > lb + prob.tol) {
-		rc = pl_ils(&prob, &best, &work, lb, PL_ILS_OPS, deadline);
+		rc = pl_ils(&prob, &best, &work, lb, ils_budget(&prob, PL_ILS_OPS, opts->effort),
+			    deadline);
 		if (rc == 0 && (best.max - lb) / best.max > PL_ILS_GAP) {
-			rc = pl_ils(&prob, &best, &work, lb, PL_ILS_MORE_OPS, deadline);
+			rc = pl_ils(&prob, &best, &work, lb,
+				    ils_budget(&prob, PL_ILS_MORE_OPS, opts->effort), deadline);
 		}
 		if (rc != 0) {
 			goto out;
@@ -316,7 +355,6 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		goto out;
 	}
 	if (er == PL_ENUM_TIMEOUT) {
-		status = MP_PLACE_TIME_LIMIT;
 		method = M_ENUM_TL;
 		goto done;
 	}
@@ -351,11 +389,10 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			lb = best.max;
 			status = MP_PLACE_OPTIMAL;
 			method = M_MIP_OPT;
-		} else if (limit) {
-			status = MP_PLACE_TIME_LIMIT;
-			method = M_MIP_TL;
+		} else if (error) {
+			method = M_MIP_ERR;
 		} else {
-			method = error ? M_MIP_ERR : M_MIP_TL;
+			method = work.timed_out ? M_MIP_TL : M_MIP_BUDGET;
 		}
 		goto done;
 	}
@@ -382,25 +419,18 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			pl_sol_copy(&best, &cand, &prob);
 		}
 		if (res == PL_MIP_LIMIT || res == PL_MIP_IMPROVED_LIMIT) {
-			status = MP_PLACE_TIME_LIMIT;
-			method = M_FIXED_TL;
+			method = work.timed_out ? M_FIXED_TL : M_FIXED_BUDGET;
 		} else {
 			method = M_FIXED;
-		}
-		if (best.max <= lb + prob.tol) {
-			status = MP_PLACE_OPTIMAL;
 		}
 	}
 done:
 	if (status != MP_PLACE_OPTIMAL || method == M_MIP_OPT) {
 		/* Lower the second busiest GPU without touching the max. */
-		double polish = pl_now() + 0.05;
-		pl_improve(&prob, &best, &work, polish > deadline ? polish : deadline);
+		pl_improve(&prob, &best, &work, deadline);
 	}
 	fill_layer(&prob, &best, lb, out);
-	if (out->max_load <= out->lower_bound + prob.tol) {
-		status = MP_PLACE_OPTIMAL;
-	}
+	status = out->max_load <= out->lower_bound + prob.tol ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
 	if (opts->split == MP_SPLIT_WEIGHTED && prob.sum > 0) {
 		/* Any split of w_e among its replicas: no replica can carry less
 		 * than w_e / min(G, N - E + 1) of its expert in the worst case,
@@ -431,9 +461,22 @@ done:
 		status = out->max_load <= out->lower_bound + prob.tol ? MP_PLACE_OPTIMAL
 			 : MP_PLACE_FEASIBLE;
 	}
+	if (work.timed_out) {
+		/* The safety net fired: the plan is valid and its bound holds,
+		 * but where the search stopped depended on the machine. */
+		status = MP_PLACE_TIME_LIMIT;
+		if (method != M_ENUM_TL && method != M_MIP_TL && method != M_FIXED_TL
+		    && method != M_WEIGHTED && method != M_WEIGHTED_EVEN) {
+			method = M_HEUR_TL;
+		}
+	}
 	out->status = status;
 	out->method = method;
 	out->seconds = pl_now() - t0;
+	if (getenv("PL_DEBUG")) {
+		fprintf(stderr, "DBG N=%u S=%u mip_work_used=%llu secs=%.3f timed_out=%d status=%d %s\n", prob.N, prob.S,
+			(unsigned long long)(mip_budget(&prob, opts->effort) - work.mip_work), out->seconds, work.timed_out, status, method);
+	}
 out:
 	pl_rset_free(&set);
 	pl_sol_free(&best);
@@ -559,6 +602,10 @@ static int check_shape(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu
 	if (opts && !(opts->time_limit_s >= 0)) {
 		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
 				    "time limit %g s must be >= 0", opts->time_limit_s);
+	}
+	if (opts && !(opts->effort > 0 && opts->effort <= 1e6)) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "effort %g must be > 0 and at most 1e6", opts->effort);
 	}
 	return 0;
 }

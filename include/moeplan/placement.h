@@ -32,8 +32,10 @@ extern "C" {
 
 enum mp_place_status {
 	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (within 1e-6 of the mean load) */
-	MP_PLACE_FEASIBLE,      /**< a valid plan; the search finished its budget without closing the gap */
-	MP_PLACE_TIME_LIMIT,    /**< the time limit stopped the search; the plan is the best found */
+	MP_PLACE_FEASIBLE,      /**< a valid plan; the search spent its work budget without closing the gap */
+	MP_PLACE_TIME_LIMIT,    /**< the wall-clock safety net (time_limit_s) stopped the search: the
+				     plan is valid and its bound holds, but it is the one case where
+				     the plan can depend on the machine's speed and load */
 };
 
 /** Name used in plans: "optimal", "feasible", "time_limit". */
@@ -44,8 +46,16 @@ enum mp_split {
 	MP_SPLIT_WEIGHTED, /**< replicas may carry unequal shares (weighted routing) */
 };
 
+/* Every search is bounded by counted work (moves of the local search, GLPK
+ * simplex iterations and branch-and-bound nodes), sized from the layer's
+ * shape and scaled by `effort`, so that the plan depends only on the loads,
+ * the shape and the options: byte-identical across runs, machines and
+ * thread counts. The time limit is only a safety net. */
 struct mp_place_options {
-	double time_limit_s;    /**< per layer, seconds; default 10 */
+	double time_limit_s;    /**< per layer, seconds: a safety net that stops the search when
+				     the work budget takes longer (status MP_PLACE_TIME_LIMIT);
+				     0 = none; default 10 */
+	double effort;          /**< multiplies the work budgets of the search (> 0); default 1 */
 	unsigned threads;       /**< worker threads over layers; 0 = number of CPUs; default 0 */
 	enum mp_split split;    /**< default MP_SPLIT_EVEN */
 	uint32_t gpus_per_node; /**< 0 = no node structure; else G % gpus_per_node == 0 */
@@ -101,8 +111,9 @@ void mp_placement_finish(struct mp_placement *placement);
 /** Place every layer of `loads` on `gpus` GPUs with `slots_per_gpu` slots
  * each. Requires gpus * slots_per_gpu >= n_experts (else MP_EINVAL with a
  * diagnostic) and, for the even split, slots_per_gpu * gpus <= n_experts * gpus
- * (at most one replica of an expert per GPU). Deterministic for the same
- * input and options. Returns 0; MP_EINVAL; MP_ENOMEM; MP_ELIMIT when a
+ * (at most one replica of an expert per GPU). Deterministic: the same input
+ * and options give the same plan (any thread count, any machine), unless a
+ * layer's status is MP_PLACE_TIME_LIMIT. Returns 0; MP_EINVAL; MP_ENOMEM; MP_ELIMIT when a
  * layer has no feasible plan within the time limit (never happens with the
  * heuristic incumbent, kept for completeness). out is filled on success. */
 int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu,
