@@ -553,8 +553,10 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 
 /* -------------------------------------------------------------------- maps */
 
-/* A [layers][slots] list of expert ids into a new uint32 array. */
-static bool read_id_matrix(struct ld *ld, const yaml_node_t *node, const char *what,
+/* A [layers][slots] list of expert ids into a new uint32 array. With the
+ * GPU count known (gpus > 0, dividing the slots), a bad cell's message
+ * also names its GPU and its slot on that GPU. */
+static bool read_id_matrix(struct ld *ld, const yaml_node_t *node, const char *what, uint32_t gpus,
 			   uint32_t **ids_out, uint32_t *rows_out, uint32_t *cols_out, uint32_t *max_id)
 {
 	unsigned char *seen = seen_table(ld);
@@ -611,10 +613,16 @@ static bool read_id_matrix(struct ld *ld, const yaml_node_t *node, const char *w
 			ok = false;
 			continue;
 		}
+		size_t per_gpu = gpus > 0 && cols % gpus == 0 ? cols / gpus : 0;
 		for (size_t c = 0; c < n; c++) {
 			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[c]);
 			char field[256];
-			snprintf(field, sizeof(field), "%s[%zu][%zu]", what, r, c);
+			if (per_gpu > 0) {
+				snprintf(field, sizeof(field), "%s[%zu][%zu] (layer %zu, GPU %zu, slot %zu)",
+					 what, r, c, r, c / per_gpu, c % per_gpu);
+			} else {
+				snprintf(field, sizeof(field), "%s[%zu][%zu]", what, r, c);
+			}
 			uint64_t v = 0;
 			if (!ld_get_u64(ld, cell, field, 0, MP_MAX_EXPERTS - 1, &v)) {
 				ok = false;
@@ -754,9 +762,6 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 	uint32_t rows = 0;
 	uint32_t slots = 0;
 	uint32_t max_id = 0;
-	if (!m.ids || !read_id_matrix(&ld, m.ids, m.what, &ids, &rows, &slots, &max_id)) {
-		goto done;
-	}
 	uint32_t file_gpus = 0;
 	if (m.gpus && ld_get_u32(&ld, m.gpus, m.gpus_key, 1, MP_MAX_GPUS, &file_gpus)) {
 		if (gpus && file_gpus != gpus) {
@@ -765,6 +770,9 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 			goto done;
 		}
 		gpus = file_gpus;
+	}
+	if (!m.ids || !read_id_matrix(&ld, m.ids, m.what, gpus, &ids, &rows, &slots, &max_id)) {
+		goto done;
 	}
 	if (gpus == 0) {
 		ld_error(&ld, m.at, "%s: the file does not say how many GPUs the %u slots are on; "
@@ -818,8 +826,9 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 			uint32_t e = ids[(size_t)l * slots + s];
 			if (e >= n_experts) {
 				ld_error(&ld, ld_node(&ld, row->data.sequence.items.start[s]),
-					 "%s[%u][%u]: expert %u is out of range (the model has %u experts, ids 0 to %u)",
-					 m.what, l, s, e, n_experts, n_experts - 1);
+					 "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is out of range "
+					 "(the model has %u experts, ids 0 to %u)",
+					 m.what, l, s, l, s / per_gpu, s % per_gpu, e, n_experts, n_experts - 1);
 				row_ok = false;
 				continue;
 			}

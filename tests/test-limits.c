@@ -5,6 +5,8 @@
  * 4096, MP_MAX_GPUS 65536, MP_MAX_SLOTS_PER_GPU 4096; loader.h:
  * MP_MAX_INPUT_BYTES 256 MiB), and absurd sizes on the command line.
  *
+ * The CLI ($MOEPLAN) refuses the same files with one diagnostic line.
+ *
  * Big inputs are made at run time in a private folder under /tmp (the
  * gigabyte file is sparse: it takes no disk) and removed afterwards.
  */
@@ -331,6 +333,50 @@ static void limits__allocations_beyond_the_maximums(void **state)
 
 /* ---------------------------------------------------------- the CLI */
 
+/* Every command that reads a file refuses the same hostile files with exit
+ * 1, one "PATH: error: ..." line naming the problem, and no output. */
+static void limits__commands_refuse_hostile_files(void **state)
+{
+	(void)state;
+	const char *dir = tmp_file("a-folder");
+	const char *empty = tmp_file("empty.csv");
+	const char *zeros = tmp_file("zeros.csv");
+	const char *out = tmp_file("out.yaml");
+	assert_int_equal(mkdir(dir, 0700), 0);
+	write_text(empty, "");
+	int fd = open(zeros, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1000000000), 0);
+	assert_int_equal(close(fd), 0);
+	const struct {
+		const char *path;
+		const char *word;
+	} files[] = {{dir, "directory"}, {empty, "empty"}, {zeros, "1000000000"}};
+	for (size_t i = 0; i < 3; i++) {
+		const char *f = files[i].path;
+		struct cli_result runs[] = {
+			cli_run("plan", f, "-o", out, NULL),
+			cli_run("place", f, "--gpus", "8", "--slots", "72", "-o", out, NULL),
+			cli_run("check", f, "-o", out, NULL),
+			cli_run("replan", "--plan", f, "--loads", f, "-o", out, NULL),
+		};
+		for (size_t j = 0; j < sizeof(runs) / sizeof(runs[0]); j++) {
+			char prefix[600];
+			snprintf(prefix, sizeof(prefix), "%s: error: ", f);
+			const char *nl = strchr(runs[j].err, '\n');
+			if (runs[j].status != 1 || strncmp(runs[j].err, prefix, strlen(prefix)) != 0 ||
+			    !strstr(runs[j].err, files[i].word) || !nl ||
+			    (size_t)(strstr(runs[j].err, files[i].word) - runs[j].err) >
+				    (size_t)(nl - runs[j].err)) {
+				fail_msg("command %zu on %s: exit %d, stderr '%s'", j, f, runs[j].status,
+					 runs[j].err);
+			}
+			assert_int_equal(access(out, F_OK), -1);
+			cli_result_free(&runs[j]);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -344,6 +390,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(limits__json_loads_beyond_the_maximum_width, tmp_setup,
 						tmp_cleanup),
 		cmocka_unit_test(limits__allocations_beyond_the_maximums),
+		cmocka_unit_test_setup_teardown(limits__commands_refuse_hostile_files, tmp_setup,
+						tmp_cleanup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +326,135 @@ static void placement__deterministic_across_threads(void **state)
 	mp_loads_finish(&loads);
 }
 
+/* ---- determinism: budgets count work, not time ---------------------- */
+
+/* Zipf loads of issue 4 item 6: floor(1e6 / (((97 e + 31 l) mod E) + 1)^s). */
+static void zipf_fill(struct mp_loads *loads, uint32_t L, uint32_t E, double s)
+{
+	assert_int_equal(mp_loads_alloc(loads, L, E), 0);
+	for (uint32_t l = 0; l < L; l++) {
+		for (uint32_t e = 0; e < E; e++) {
+			loads->w[l * E + e] = floor(1e6 / pow((double)((97 * e + 31 * l) % E + 1), s));
+		}
+	}
+}
+
+static void assert_same_plans(const struct mp_placement *a, const struct mp_placement *b)
+{
+	assert_int_equal(a->n_layers, b->n_layers);
+	uint32_t n = a->gpus * a->slots_per_gpu;
+	for (uint32_t l = 0; l < a->n_layers; l++) {
+		const struct mp_layer_placement *x = &a->layers[l];
+		const struct mp_layer_placement *y = &b->layers[l];
+		assert_memory_equal(x->slot_expert, y->slot_expert, sizeof(uint32_t) * n);
+		assert_memory_equal(x->replicas, y->replicas, sizeof(uint32_t) * a->n_experts);
+		assert_memory_equal(x->gpu_load, y->gpu_load, sizeof(double) * a->gpus);
+		assert_memory_equal(&x->lower_bound, &y->lower_bound, sizeof(double));
+		assert_int_equal(x->status, y->status);
+		assert_string_equal(x->method, y->method);
+	}
+}
+
+/* 3 layers of 12 experts on 6 GPUs x 3 slots (18 slots: small enough for
+ * the GLPK packing MIP) at a twentieth of the default effort, so that
+ * GLPK's work budget runs out in the middle of its search on some layer:
+ * the point where it stops is counted in simplex iterations and nodes. */
+static void place_glpk_instance(unsigned threads, struct mp_placement *out)
+{
+	struct mp_loads loads;
+	mp_loads_init(&loads);
+	zipf_fill(&loads, 3, 12, 0.8);
+	struct mp_place_options o;
+	opts_quiet(&o);
+	o.effort = 0.05;
+	o.time_limit_s = 60; /* a safety net never reached here */
+	o.threads = threads;
+	assert_int_equal(mp_place(&loads, 6, 3, &o, out, NULL), 0);
+	mp_loads_finish(&loads);
+}
+
+static void placement__deterministic_across_threads_with_glpk(void **state)
+{
+	(void)state;
+	struct mp_placement a;
+	struct mp_placement b;
+	mp_placement_init(&a);
+	mp_placement_init(&b);
+	place_glpk_instance(1, &a);
+	place_glpk_instance(2, &b);
+	/* the case this test is about: GLPK ran and its budget stopped it */
+	bool budget = false;
+	for (uint32_t l = 0; l < a.n_layers; l++) {
+		assert_int_not_equal(a.layers[l].status, MP_PLACE_TIME_LIMIT);
+		budget = budget || (strstr(a.layers[l].method, "glpk") && strstr(a.layers[l].method, "budget"));
+	}
+	assert_true(budget);
+	assert_same_plans(&a, &b);
+	mp_placement_finish(&a);
+	mp_placement_finish(&b);
+}
+
+/* Two threads that spin while the solver runs. */
+struct burner {
+	pthread_t tid[2];
+	atomic_bool stop;
+	atomic_ulong spins;
+};
+
+static void *burn(void *arg)
+{
+	struct burner *bu = arg;
+	while (!atomic_load(&bu->stop)) {
+		atomic_fetch_add(&bu->spins, 1);
+	}
+	return NULL;
+}
+
+/* The same instances solved on an idle machine and while two other
+ * threads keep both cores busy (so every layer takes longer) give the
+ * same plans: the GLPK instance above and, for the local search, 2 layers
+ * of 40 experts on 8 GPUs x 6 slots (48 slots, no GLPK). No timing is
+ * asserted: only that nothing depends on it. */
+static void placement__deterministic_under_cpu_load(void **state)
+{
+	(void)state;
+	struct mp_loads big;
+	mp_loads_init(&big);
+	zipf_fill(&big, 2, 40, 0.8);
+	struct mp_place_options o;
+	opts_quiet(&o);
+	o.time_limit_s = 60;
+	struct mp_placement a[2];
+	struct mp_placement b[2];
+	for (int i = 0; i < 2; i++) {
+		mp_placement_init(&a[i]);
+		mp_placement_init(&b[i]);
+	}
+	place_glpk_instance(1, &a[0]);
+	assert_int_equal(mp_place(&big, 8, 6, &o, &a[1], NULL), 0);
+
+	struct burner bu;
+	atomic_init(&bu.stop, false);
+	atomic_init(&bu.spins, 0);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(pthread_create(&bu.tid[i], NULL, burn, &bu), 0);
+	}
+	place_glpk_instance(1, &b[0]);
+	assert_int_equal(mp_place(&big, 8, 6, &o, &b[1], NULL), 0);
+	atomic_store(&bu.stop, true);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(bu.tid[i], NULL);
+	}
+	assert_true(atomic_load(&bu.spins) > 0);
+
+	for (int i = 0; i < 2; i++) {
+		assert_same_plans(&a[i], &b[i]);
+		mp_placement_finish(&a[i]);
+		mp_placement_finish(&b[i]);
+	}
+	mp_loads_finish(&big);
+}
+
 /* A hand-written map: E = 3, w = {6, 2, 4}, 2 GPUs x 2 slots,
  * GPU 0 = [0, 1], GPU 1 = [0, 2]. Expert 0 has 2 replicas of 3 each:
  * slot loads 3, 2, 3, 4; GPU loads 5 and 7; mean 12 / 2 = 6.
@@ -609,8 +740,8 @@ static void placement__cli_check_catches_broken_maps(void **state)
 		  "map-duplicate.json: error: layer 0, GPU 6: slot 1 (physical 13) holds expert 4, "
 		  "already in slot 0 (physical 12) of the same GPU" },
 		{ "map-out-of-range.yaml",
-		  "map-out-of-range.yaml:6:40: error: physical_to_logical[0][11]: expert 13 is out of "
-		  "range (the model has 12 experts, ids 0 to 11)" },
+		  "map-out-of-range.yaml:6:40: error: physical_to_logical[0][11] (layer 0, GPU 5, slot 1): "
+		  "expert 13 is out of range (the model has 12 experts, ids 0 to 11)" },
 		{ "map-missing-expert.yaml",
 		  "map-missing-expert.yaml:5:5: error: physical_to_logical[0]: expert 11 has no slot" },
 		{ "map-uneven.yaml",
@@ -638,6 +769,8 @@ int main(void)
 		cmocka_unit_test(placement__eplb_global_policy_gives_138_5),
 		cmocka_unit_test(placement__never_worse_than_eplb),
 		cmocka_unit_test(placement__deterministic_across_threads),
+		cmocka_unit_test(placement__deterministic_across_threads_with_glpk),
+		cmocka_unit_test(placement__deterministic_under_cpu_load),
 		cmocka_unit_test(placement__evaluate_hand_map),
 		cmocka_unit_test(placement__weighted_split_reaches_the_mean),
 		cmocka_unit_test(placement__node_loads_sum_gpus),

@@ -66,6 +66,12 @@ static void setup(void)
 		abort();
 	}
 	atexit(cleanup);
+	/* A scenario may name "-" (standard input) as a file: read nothing,
+	 * the same everywhere, rather than wait on a terminal. */
+	if (!freopen("/dev/null", "r", stdin)) {
+		fprintf(stderr, "fuzz: cannot reopen standard input: %s\n", strerror(errno));
+		abort();
+	}
 	snprintf(path, sizeof(path), "%s/plans", dir);
 	if (mkdir(path, 0700) != 0) {
 		fprintf(stderr, "fuzz: %s: %s\n", path, strerror(errno));

@@ -15,12 +15,15 @@ build="$1"; secs="$2"; work="$3"; shift 3
 targets="${*:-model hardware scenario traffic loads map quantity}"
 for t in $targets; do
   d="$work/$t"
-  mkdir -p "$d/new" "$d/artifacts" "$d/merged"
+  mkdir -p "$d/new" "$d/artifacts" "$d/merged" "$d/tmp"
+  # libFuzzer's jobs can end without atexit handlers: keep their folders here.
+  export TMPDIR="$d/tmp"
   echo "== $t: $secs s ($(date -u +%H:%M:%S))"
   nice -n 10 "$build/tests/fuzz/fuzz-$t" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
     -dict="$src/tests/fuzz/moeplan.dict" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$d/artifacts/" "$d/new" "$src/tests/fuzz/corpus/$t" >"$d/log" 2>&1 </dev/null
   nice -n 10 "$build/tests/fuzz/fuzz-$t" -merge=1 -timeout=10 -rss_limit_mb=2048 \
     "$d/merged" "$src/tests/fuzz/corpus/$t" "$d/new" >"$d/merge.log" 2>&1 </dev/null
+  rm -rf "$d/tmp"
   echo "   $(grep -c . <(ls "$d/artifacts")) artifacts, $(ls "$d/merged" | wc -l) merged inputs"
 done
