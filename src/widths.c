@@ -211,19 +211,19 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
 	return true;
 }
 
-/* True when a ranks above b for decode (faster; then more tokens per
- * expert; then wider). */
-static bool decode_better(const struct mp_width_candidate *a, const struct mp_width_candidate *b)
+/* Predicted decode times closer than this are a tie: the model behind
+ * them (datasheet peaks, a Monte Carlo factor) is good to a few percent
+ * (the article's EP8 prediction is within 6%), so a smaller difference
+ * must not decide the width; ties go to more tokens per expert. */
+#define TIME_TIE 0.01
+
+/* True when a ranks above b among decode candidates that are tied on
+ * time: more tokens per expert, then wider. */
+static bool decode_tie_better(const struct mp_width_candidate *a, const struct mp_width_candidate *b)
 {
-	double ta = a->predicted_time_s;
-	double tb = b->predicted_time_s;
-	double tol = 1e-9 * fmax(fabs(ta), fabs(tb));
-	if (fabs(ta - tb) > tol) {
-		return ta < tb;
-	}
 	double ea = a->tokens_per_expert;
 	double eb = b->tokens_per_expert;
-	tol = 1e-9 * fmax(fabs(ea), fabs(eb));
+	double tol = 1e-9 * fmax(fabs(ea), fabs(eb));
 	if (fabs(ea - eb) > tol) {
 		return ea > eb;
 	}
@@ -265,16 +265,30 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 }
 
 /* Pick among the candidates that pass every rule (prefill: the first,
- * i.e. the narrowest; decode: decode_better) and say why each of them was
+ * i.e. the narrowest; decode: the fastest within TIME_TIE, ties to more
+ * tokens per expert) and say why each of them was
  * chosen or not. Returns the pick's index, or n when none passes. */
 static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum mp_phase_kind kind)
 {
+	/* Decode: among the widths within TIME_TIE of the fastest predicted
+	 * time, the one with the most tokens per expert. Prefill: the first
+	 * (narrowest) that passes. */
+	double fastest = INFINITY;
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].passes) {
+			fastest = fmin(fastest, items[i].predicted_time_s);
+		}
+	}
+	double tied = fastest * (1.0 + TIME_TIE);
 	size_t best = n;
 	for (size_t i = 0; i < n; i++) {
 		if (!items[i].passes) {
 			continue;
 		}
-		if (best == n || (kind == MP_PHASE_DECODE && decode_better(&items[i], &items[best]))) {
+		if (kind == MP_PHASE_PREFILL) {
+			best = best == n ? i : best;
+		} else if (items[i].predicted_time_s <= tied &&
+			   (best == n || decode_tie_better(&items[i], &items[best]))) {
 			best = i;
 		}
 	}
@@ -300,7 +314,9 @@ static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum 
 					snprintf(busiest, sizeof(busiest), " (busiest GPU x%.3f)", c->busiest_factor);
 				}
 				say(c, MP_WIDTH_CHOSEN,
-				    "fastest: expert time %.3g ms per step%s, t = %.1f tokens per expert (ridge %.0f)",
+				    "%s: expert time %.3g ms per step%s, t = %.1f tokens per expert (ridge %.0f)",
+				    c->predicted_time_s > fastest * (1.0 + 1e-9)
+					    ? "within 1% of the fastest, most tokens per expert" : "fastest",
 				    c->predicted_time_s * 1e3, busiest, c->tokens_per_expert, c->ridge_tokens);
 			}
 		} else if (kind == MP_PHASE_PREFILL) {
@@ -311,7 +327,7 @@ static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum 
 			    "memory-bound: t = %.1f below t* = %.0f; expert time %.3g ms vs %.3g ms at EP%u",
 			    c->tokens_per_expert, c->ridge_tokens, c->predicted_time_s * 1e3,
 			    b->predicted_time_s * 1e3, b->width.ep);
-		} else if (c->predicted_time_s > b->predicted_time_s * (1.0 + 1e-9)) {
+		} else if (c->predicted_time_s > tied) {
 			if (c->busiest_factor > 1.0 || b->busiest_factor > 1.0) {
 				say(c, MP_WIDTH_OUTRANKED,
 				    "slower: expert time %.3g ms x busiest GPU %.3f = %.3g ms vs %.3g ms at EP%u",
@@ -323,9 +339,9 @@ static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum 
 			}
 		} else {
 			say(c, MP_WIDTH_OUTRANKED,
-			    "as fast (%.3g ms) but fewer tokens per expert than EP%u: t = %.1f vs %.1f",
-			    c->predicted_time_s * 1e3, b->width.ep, c->tokens_per_expert,
-			    b->tokens_per_expert);
+			    "as fast (%.3g ms vs %.3g ms, within 1%%) but fewer tokens per expert than EP%u: t = %.1f vs %.1f",
+			    c->predicted_time_s * 1e3, b->predicted_time_s * 1e3, b->width.ep,
+			    c->tokens_per_expert, b->tokens_per_expert);
 		}
 	}
 

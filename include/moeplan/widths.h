@@ -125,8 +125,10 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
 /** Re-pick a decode width after busiest_factor has been filled in for
  * candidates (e.g. by Monte Carlo routing of each width's placement, issue
  * 6): decode candidates that pass every rule are ranked by predicted_time_s
- * = expert_time_s x busiest_factor (a step runs at its busiest GPU), ties to
- * more tokens per expert, then wider; verdicts and reasons are rewritten.
+ * = expert_time_s x busiest_factor (a step runs at its busiest GPU); times
+ * within 1% of the fastest are ties (the model is good to a few percent),
+ * broken by more tokens per expert, then wider; verdicts and reasons are
+ * rewritten.
  * Prefill keeps its rule (smallest width that fits). Returns 0, or
  * MP_EINVAL when a factor is below 1 or not finite. */
 int mp_widths_rerank(struct mp_widths *widths);

@@ -1,6 +1,7 @@
 /* moeplan comm: dispatch and combine bytes of one MoE layer on each link,
  * against the expert arithmetic they should hide under. */
 #include "cli.h"
+#include "moeplan/traffic.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -185,7 +186,7 @@ int cmd_comm(int argc, char **argv)
 			hw_path = optarg;
 			break;
 		case 'e':
-			ok = cli_parse_u32("comm", "ep", optarg, 1, 1u << 20, &in.ep);
+			ok = cli_parse_u32("comm", "ep", optarg, 1, MP_MAX_GPUS, &in.ep);
 			break;
 		case 'n':
 			ok = cli_parse_u32("comm", "gpus-per-node", optarg, 1, 1u << 20, &in.gpus_per_node);

@@ -1,6 +1,7 @@
 /* moeplan fit: does a batch fit in one GPU's HBM? The per-GPU breakdown,
  * the verdict, the headroom and the largest batch that fits. */
 #include "cli.h"
+#include "moeplan/traffic.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -247,7 +248,7 @@ int cmd_fit(int argc, char **argv)
 			hw_path = optarg;
 			break;
 		case 'e':
-			ok = cli_parse_u32("fit", "ep", optarg, 1, 1u << 20, &ep);
+			ok = cli_parse_u32("fit", "ep", optarg, 1, MP_MAX_GPUS, &ep);
 			break;
 		case 'r':
 			ok = cli_parse_double("fit", "requests", optarg, 0, 1e9, &requests);
@@ -256,7 +257,7 @@ int cmd_fit(int argc, char **argv)
 			ok = cli_parse_double("fit", "context", optarg, 0, 1e12, &context);
 			break;
 		case 'T':
-			ok = cli_parse_double("fit", "tokens-per-request", optarg, 0, 1e6, &tpr);
+			ok = cli_parse_double("fit", "tokens-per-request", optarg, 1, 1024, &tpr);
 			break;
 		case 's':
 			ok = cli_parse_u32("fit", "slots", optarg, 1, 1u << 24, &slots);

@@ -57,9 +57,10 @@ const struct cli_command_help cmd_plan_help = {
 	.description =
 		"Reads a scenario (model, prefill and decode hardware, traffic, serving targets),\n"
 		"chooses the prefill EP width (the smallest that fits in HBM) and the decode EP\n"
-		"width (the widest the scale-up domain allows, preferring more tokens per expert),\n"
-		"sizes the slots, audits HBM, places every expert and redundant replica of every\n"
-		"MoE layer with GLPK, and writes the plan. SCENARIO defaults to plans/default.yaml\n"
+		"width (the fastest step, counting the busiest GPU, within the scale-up domain;\n"
+		"within 1%, more tokens per expert), sizes the slots, audits HBM, places every\n"
+		"expert and redundant replica of every MoE layer (GLPK's MIP proves small layers;\n"
+		"every layer states its proven lower bound and gap), and writes the plan. SCENARIO defaults to plans/default.yaml\n"
 		"(then " MOEPLAN_DATADIR "/plans/default.yaml).",
 	.options = plan_options,
 	.help = plan_help,
@@ -94,23 +95,6 @@ static const char *default_scenario(void)
 		}
 	}
 	return candidates[0];
-}
-
-/* Nothing is lost: no output may name a file the run reads. Prints the
- * usage error and returns false on the first clash. */
-static bool outputs_spare_inputs(const char *const *outputs, size_t n_outputs,
-				 const char *const *inputs, size_t n_inputs)
-{
-	for (size_t o = 0; o < n_outputs; o++) {
-		for (size_t i = 0; i < n_inputs; i++) {
-			if (cli_same_file(outputs[o], inputs[i])) {
-				cli_usage("plan", "output '%s' is an input ('%s'); refusing to overwrite it",
-					  outputs[o], inputs[i]);
-				return false;
-			}
-		}
-	}
-	return true;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -182,7 +166,7 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage("plan", "--export-output needs --export sglang|vllm");
 	}
 	const char *outputs[] = {output, svg, report, export_output};
-	if (!outputs_spare_inputs(outputs, 4, (const char *[]){path}, 1)) {
+	if (!cli_outputs_spare_inputs("plan", outputs, 4, (const char *[]){path}, 1)) {
 		return EXIT_USAGE;
 	}
 	if (report && strcmp(report, "-") == 0) {
@@ -218,7 +202,7 @@ int cmd_plan(int argc, char **argv)
 		scenario.decode.hardware_path,
 		scenario.traffic.observed.path,
 	};
-	if (!outputs_spare_inputs(outputs, 4, inputs, 4)) {
+	if (!cli_outputs_spare_inputs("plan", outputs, 4, inputs, 4)) {
 		status = EXIT_USAGE;
 		goto out;
 	}

@@ -2,6 +2,7 @@
  * table over batch sizes or one operating point with every figure; also
  * the helpers the fit and comm commands share (declared in cli.h). */
 #include "cli.h"
+#include "moeplan/traffic.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -779,13 +780,13 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 			a->hardware = optarg;
 			break;
 		case 'e':
-			ok = cli_parse_u32("roofline", "ep", optarg, 1, 1u << 20, &a->ep);
+			ok = cli_parse_u32("roofline", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
 			break;
 		case 'r':
 			ok = cli_parse_double("roofline", "requests", optarg, 0, 1e9, &a->requests);
 			break;
 		case 'T':
-			ok = cli_parse_double("roofline", "tokens-per-request", optarg, 0, 1e6,
+			ok = cli_parse_double("roofline", "tokens-per-request", optarg, 1, 1024,
 					      &a->tokens_per_request);
 			break;
 		case 's':

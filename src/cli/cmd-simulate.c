@@ -38,7 +38,7 @@ static const struct cli_option_help simulate_help[] = {
 	{"PHASE", "phase of a full plan: decode (default), prefill"},
 	{"MODEL", "model file: experts and top-k (default: none)"},
 	{"N", "EP width; with --plan, GPUs of a bare map (required without --plan)"},
-	{"S", "slots per GPU without a plan (default E/N, up)"},
+	{"S", "physical slots per layer in all, a multiple of N, as in place/fit/roofline (default: E rounded up to a multiple of N)"},
 	{"LOADS", "popularity per layer (default uniform)"},
 	{"K", "experts per token (default: the model's)"},
 	{"R", "requests per GPU per step (required)"},
@@ -64,8 +64,8 @@ const struct cli_command_help cmd_simulate_help = {
 		"(uniformly among its replicas, or --prefer-local), and each sample records the\n"
 		"busiest GPU's visits over the mean (R x T x k). Sample s routes MoE layer\n"
 		"s mod layers. Reports the mean, p50, p99 and max of that factor, with the seed\n"
-		"and the number of samples. Without a plan, slot p of the N x S slots holds\n"
-		"expert p mod E. Without --model, give --top-k (and --loads or --plan for the\n"
+		"and the number of samples. Without a plan, slot p of the S slots (S / N per\n"
+		"GPU) holds expert p mod E. Without --model, give --top-k (and --loads or --plan for the\n"
 		"expert count). Random numbers: xoshiro256** seeded by SplitMix64; results do\n"
 		"not depend on --threads.",
 	.options = simulate_options,
@@ -138,7 +138,7 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 			ok = cli_parse_u32("simulate", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
 			break;
 		case 's':
-			ok = cli_parse_u32("simulate", "slots", optarg, 1, MP_MAX_SLOTS_PER_GPU, &a->slots);
+			ok = cli_parse_u32("simulate", "slots", optarg, 1, UINT32_MAX, &a->slots);
 			break;
 		case 'l':
 			a->loads = optarg;
@@ -191,6 +191,10 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 	}
 	if (a->plan && a->slots) {
 		return cli_usage("simulate", "--slots goes with --model and --ep, not with --plan");
+	}
+	if (a->slots && a->ep && (a->slots % a->ep != 0 || a->slots / a->ep > MP_MAX_SLOTS_PER_GPU)) {
+		return cli_usage("simulate", "--slots %u: expected a multiple of --ep %u with at most %u per GPU",
+				 a->slots, a->ep, MP_MAX_SLOTS_PER_GPU);
 	}
 	if (a->phase && !a->plan) {
 		return cli_usage("simulate", "--phase goes with --plan");
@@ -341,7 +345,7 @@ int cmd_simulate(int argc, char **argv)
 	opts.prefer_local = a.prefer_local;
 	opts.threads = a.threads;
 	opts.gpus = a.ep;
-	opts.slots_per_gpu = a.slots;
+	opts.slots_per_gpu = a.slots ? a.slots / a.ep : 0;
 	opts.n_experts = n_experts;
 	rc = mp_simulate(a.plan ? &map : NULL, a.loads ? &loads : NULL, &opts, &res, &diags);
 	if (rc) {
