@@ -324,6 +324,10 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 		res = PL_ENUM_NOMEM;
 		goto out;
 	}
+	if (pl_timed_out(work, deadline)) {
+		res = PL_ENUM_TIMEOUT;
+		goto out;
+	}
 	uint64_t base = 0;
 	for (uint32_t e = 0; e < E; e++) {
 		r[e] = rmin_for(prob->w[e], cutoff);
@@ -368,6 +372,10 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 	ways[0] = 1;
 	uint64_t lim = max_leaves + 1;
 	for (uint32_t i = 0; i < F; i++) {
+		if ((i & 63) == 63 && pl_timed_out(work, deadline)) {
+			res = PL_ENUM_TIMEOUT;
+			goto out;
+		}
 		/* new[x] = sum of old[x - range .. x]: a window over clamped
 		 * values stays >= lim whenever the true sum is. */
 		uint64_t run = 0;
@@ -379,6 +387,9 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 			tmp[x] = run > lim ? lim : run;
 		}
 		memcpy(ways, tmp, sizeof(*tmp) * ((size_t)X + 1));
+		if (ways[X] > max_leaves) {
+			break; /* ways[X] never decreases with more experts */
+		}
 	}
 	if (ways[X] > max_leaves) {
 		res = PL_ENUM_TOO_MANY;

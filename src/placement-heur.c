@@ -201,6 +201,57 @@ void pl_work_free(struct pl_work *work)
 	memset(work, 0, sizeof(*work));
 }
 
+/* Min-heap of GPUs by (load, index), for the LPT packing. */
+static bool gpu_before(const double *load, uint32_t a, uint32_t b)
+{
+	return load[a] < load[b] || (!(load[a] > load[b]) && a < b);
+}
+
+static void gheap_down(uint32_t *h, uint32_t n, const double *load, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1;
+		uint32_t m = i;
+		if (l < n && gpu_before(load, h[l], h[m])) {
+			m = l;
+		}
+		if (l + 1 < n && gpu_before(load, h[l + 1], h[m])) {
+			m = l + 1;
+		}
+		if (m == i) {
+			return;
+		}
+		uint32_t t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+static void gheap_push(uint32_t *h, uint32_t *n, const double *load, uint32_t g)
+{
+	uint32_t i = (*n)++;
+	h[i] = g;
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!gpu_before(load, h[i], h[p])) {
+			break;
+		}
+		uint32_t t = h[i];
+		h[i] = h[p];
+		h[p] = t;
+		i = p;
+	}
+}
+
+static uint32_t gheap_pop(uint32_t *h, uint32_t *n, const double *load)
+{
+	uint32_t top = h[0];
+	h[0] = h[--(*n)];
+	gheap_down(h, *n, load, 0);
+	return top;
+}
+
 bool pl_pack_lpt(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol,
 		 struct pl_work *work)
 {
@@ -211,36 +262,48 @@ bool pl_pack_lpt(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *s
 		work->key[e] = prob->w[e] / r[e];
 	}
 	pl_sort_desc(work->order, work->key, prob->E);
+	/* GPUs with a free slot, lightest first (ties: lowest index); the
+	 * ones that already hold the current expert are set aside while its
+	 * replicas are placed (its replicas are placed one after another). */
+	uint32_t *heap = work->gorder;
+	uint32_t *aside = work->items;
+	uint32_t n = 0;
 	for (uint32_t g = 0; g < G; g++) {
 		work->cnt[g] = 0;
 		work->stamp[g] = UINT32_MAX;
 		sol->load[g] = 0;
+		heap[n++] = g;
 	}
 	for (uint32_t i = 0; i < prob->E; i++) {
 		uint32_t e = work->order[i];
 		double size = work->key[e];
 		for (uint32_t k = 0; k < r[e]; k++) {
+			uint32_t n_aside = 0;
 			uint32_t best = UINT32_MAX;
-			uint32_t any = UINT32_MAX;
-			for (uint32_t g = 0; g < G; g++) {
-				if (work->cnt[g] >= S) {
-					continue;
-				}
-				if (any == UINT32_MAX || sol->load[g] < sol->load[any]) {
-					any = g;
-				}
-				if (work->stamp[g] != e
-				    && (best == UINT32_MAX || sol->load[g] < sol->load[best])) {
+			while (n > 0) {
+				uint32_t g = gheap_pop(heap, &n, sol->load);
+				if (work->stamp[g] != e) {
 					best = g;
+					break;
 				}
+				aside[n_aside++] = g;
 			}
 			if (best == UINT32_MAX) {
-				best = any;
+				/* every GPU with room holds e: the lightest takes it
+				 * twice, for pl_repair_dups */
+				best = aside[0];
+				aside[0] = aside[--n_aside];
 				dup = true;
 			}
 			sol->slot[best * S + work->cnt[best]++] = e;
 			sol->load[best] += size;
 			work->stamp[best] = e;
+			for (uint32_t q = 0; q < n_aside; q++) {
+				gheap_push(heap, &n, sol->load, aside[q]);
+			}
+			if (work->cnt[best] < S) {
+				gheap_push(heap, &n, sol->load, best);
+			}
 		}
 	}
 	memcpy(sol->r, r, sizeof(*r) * prob->E);
@@ -869,7 +932,7 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 	uint64_t iter = 0;
 	uint64_t cap = 64ull * prob->N + 1000;
 	while (iter++ < cap) {
-		if ((iter & 63) == 0 && pl_timed_out(work, deadline)) {
+		if (pl_timed_out(work, deadline)) {
 			break;
 		}
 		uint32_t b = argmax(sol->load, G);
@@ -899,7 +962,7 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 	/* Second busiest: improve the heaviest GPU below the max, if the max
 	 * is held by one GPU only. */
 	while (iter++ < cap) {
-		if ((iter & 63) == 0 && pl_timed_out(work, deadline)) {
+		if (pl_timed_out(work, deadline)) {
 			break;
 		}
 		uint32_t b = argmax(sol->load, G);
@@ -1038,9 +1101,16 @@ int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work
 		pl_improve(prob, &cand, work, deadline);
 		consider(prob, best, &have, &cand);
 	}
+	/* Past the deadline one seed must do (the layer says time_limit). */
+	if (have && work->timed_out) {
+		goto out;
+	}
 	if (pl_pack_bldm(prob, r, &cand, work)) {
 		pl_improve(prob, &cand, work, deadline);
 		consider(prob, best, &have, &cand);
+	}
+	if (have && work->timed_out) {
+		goto out;
 	}
 	/* Seed 3: EPLB's plan, usable when it gives no expert more replicas
 	 * than GPUs; its duplicates swapped away. */

@@ -4,23 +4,30 @@
  * if the gap is open, enumerate the replica-count vectors whose bound is
  * below the incumbent; when there are few and the layer is small, solve a
  * GLPK packing MIP for each (with the incumbent as cutoff), which proves
- * the optimum or reports the time limit; otherwise report the heuristic
+ * the optimum or spends its work budget; otherwise report the heuristic
  * honestly as feasible with its gap.
+ *
+ * Determinism: every stage is bounded by counted work sized from the
+ * layer's shape (local-search moves, iterated-local-search operations,
+ * enumerated vectors, GLPK simplex iterations and nodes), and the random
+ * stream of the iterated local search is seeded from the shape, so a
+ * layer's plan depends only on its loads, shape and options, not on the
+ * machine, its load or the number of threads. The wall-clock limit is a
+ * safety net; when it fires the layer says so (status time_limit).
  */
 #include "placement-internal.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 /* Largest layer (slots) handed to the packing MIP: its model has N^2/2
  * binaries, and with GLPK 5.0 it proves 16-slot layers in well under a
- * second but 24-slot ones only sometimes within 10 s and 40-slot ones
- * never (measured on Zipf loads); larger layers are left to the
- * heuristic and reported with their gap. */
+ * second but 24-slot ones only sometimes within its work budget and
+ * 40-slot ones never (measured on Zipf loads); larger layers are left to
+ * the heuristic and reported with their gap. */
 #define PL_MIP_MAX_ITEMS 24u
 /* Most replica-count vectors enumerated for the bound / the MIPs. */
 #define PL_ENUM_MAX_LEAVES 20000u
@@ -275,11 +282,17 @@ static uint64_t ils_budget(const struct pl_prob *prob, double cap, double effort
 	return scaled(n < cap ? n : cap, effort);
 }
 
+/* The wall-clock deadline of a run that starts now (INFINITY: none). */
+static double run_deadline(const struct mp_place_options *opts)
+{
+	return opts->time_limit_s > 0 ? pl_now() + opts->time_limit_s : (double)INFINITY;
+}
+
 static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
-		       const struct mp_place_options *opts, struct mp_layer_placement *out)
+		       const struct mp_place_options *opts, double deadline,
+		       struct mp_layer_placement *out)
 {
 	double t0 = pl_now();
-	double deadline = opts->time_limit_s > 0 ? t0 + opts->time_limit_s : (double)INFINITY;
 	struct pl_prob prob;
 	struct pl_work work = { 0 };
 	struct pl_sol best = { 0 };
@@ -310,6 +323,9 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	rc = pl_heuristic(&prob, &best, &work, deadline);
 	if (rc != 0) {
 		goto out;
+	}
+	if (work.timed_out) {
+		goto done;
 	}
 	if (best.max <= lb + prob.tol) {
 		status = MP_PLACE_OPTIMAL;
@@ -473,10 +489,6 @@ done:
 	out->status = status;
 	out->method = method;
 	out->seconds = pl_now() - t0;
-	if (getenv("PL_DEBUG")) {
-		fprintf(stderr, "DBG N=%u S=%u mip_work_used=%llu secs=%.3f timed_out=%d status=%d %s\n", prob.N, prob.S,
-			(unsigned long long)(mip_budget(&prob, opts->effort) - work.mip_work), out->seconds, work.timed_out, status, method);
-	}
 out:
 	pl_rset_free(&set);
 	pl_sol_free(&best);
@@ -504,6 +516,7 @@ struct job {
 	uint32_t gpus;
 	uint32_t slots_per_gpu;
 	const struct mp_place_options *opts;
+	double deadline; /* of the whole run (run_deadline) */
 	struct mp_placement *out;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -526,7 +539,7 @@ static void run_layers(struct job *job)
 		pthread_mutex_unlock(&job->mu);
 		struct mp_layer_placement *lp = &job->out->layers[l];
 		int rc = solve_layer(mp_loads_row(job->loads, l), job->loads->n_experts, job->gpus,
-				     job->slots_per_gpu, job->opts, lp);
+				     job->slots_per_gpu, job->opts, job->deadline, lp);
 		if (rc == 0 && lp->node_load) {
 			fill_nodes(lp, job->gpus, job->opts->gpus_per_node);
 		}
@@ -619,6 +632,7 @@ int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu
 		mp_place_options_init(&defaults);
 		opts = &defaults;
 	}
+	double deadline = run_deadline(opts);
 	int rc = check_shape(loads->n_experts, gpus, slots_per_gpu, opts, diags);
 	if (rc != 0) {
 		return rc;
@@ -650,6 +664,7 @@ int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu
 		.gpus = gpus,
 		.slots_per_gpu = slots_per_gpu,
 		.opts = opts,
+		.deadline = deadline,
 		.out = &p,
 	};
 	pthread_mutex_init(&job.mu, NULL);
@@ -726,6 +741,7 @@ struct one_job {
 	const double *w;
 	uint32_t E, G, S;
 	const struct mp_place_options *opts;
+	double deadline;
 	struct mp_layer_placement *out;
 	int rc;
 };
@@ -733,7 +749,7 @@ struct one_job {
 static void *one_worker(void *arg)
 {
 	struct one_job *j = arg;
-	j->rc = solve_layer(j->w, j->E, j->G, j->S, j->opts, j->out);
+	j->rc = solve_layer(j->w, j->E, j->G, j->S, j->opts, j->deadline, j->out);
 	pl_glpk_thread_done();
 	return NULL;
 }
@@ -755,7 +771,8 @@ int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus, uint32_t 
 		}
 	}
 	struct one_job j = {
-		.w = w, .E = n_experts, .G = gpus, .S = slots_per_gpu, .opts = opts, .out = out,
+		.w = w, .E = n_experts, .G = gpus, .S = slots_per_gpu, .opts = opts,
+		.deadline = run_deadline(opts), .out = out,
 	};
 	/* A thread of its own, so that GLPK's thread-local environment is
 	 * freed when it ends. */
@@ -763,7 +780,7 @@ int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus, uint32_t 
 	if (pthread_create(&tid, NULL, one_worker, &j) == 0) {
 		pthread_join(tid, NULL);
 	} else {
-		j.rc = solve_layer(w, n_experts, gpus, slots_per_gpu, opts, out);
+		j.rc = solve_layer(w, n_experts, gpus, slots_per_gpu, opts, j.deadline, out);
 	}
 	if (j.rc == 0 && out->node_load && opts->gpus_per_node != 0) {
 		fill_nodes(out, gpus, opts->gpus_per_node);

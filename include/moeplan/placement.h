@@ -52,9 +52,10 @@ enum mp_split {
  * the shape and the options: byte-identical across runs, machines and
  * thread counts. The time limit is only a safety net. */
 struct mp_place_options {
-	double time_limit_s;    /**< per layer, seconds: a safety net that stops the search when
-				     the work budget takes longer (status MP_PLACE_TIME_LIMIT);
-				     0 = none; default 10 */
+	double time_limit_s;    /**< seconds for the whole call (all layers): a safety net that
+				     stops the search when the work budgets take longer; layers
+				     it stopped have status MP_PLACE_TIME_LIMIT; 0 = none;
+				     default 10 */
 	double effort;          /**< multiplies the work budgets of the search (> 0); default 1 */
 	unsigned threads;       /**< worker threads over layers; 0 = number of CPUs; default 0 */
 	enum mp_split split;    /**< default MP_SPLIT_EVEN */
