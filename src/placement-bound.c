@@ -65,9 +65,16 @@ static void rheap_down(struct rheap *hp, uint32_t i)
 
 /* Give N - E extra replicas one at a time to the expert with the largest
  * w_e / r_e among those with r_e < cap (cap 0 = no cap). heap[E] scratch. */
+static void apportion_fast(const double *w, uint32_t E, uint32_t N, uint32_t cap, double delta,
+			   uint32_t *r);
+
 static void apportion(const double *w, uint32_t E, uint32_t N, uint32_t cap, double delta,
 		      uint32_t *r, uint32_t *heap, uint32_t *seq)
 {
+	if (!seq && N - E > 4 * (uint64_t)E) {
+		apportion_fast(w, E, N, cap, delta, r);
+		return;
+	}
 	struct rheap hp = { .h = heap, .n = 0, .w = w, .r = r, .delta = delta };
 	for (uint32_t e = 0; e < E; e++) {
 		r[e] = 1;
@@ -88,6 +95,88 @@ static void apportion(const double *w, uint32_t E, uint32_t N, uint32_t cap, dou
 			hp.h[0] = hp.h[--hp.n];
 		}
 		rheap_down(&hp, 0);
+	}
+}
+
+/* Expert e's candidates k = 1..K (the (k+1)-th replica, priority
+ * w / (k + delta), the expression the heap compares) with priority above
+ * lam, or at least lam when ge. */
+static uint32_t count_above(double w, uint32_t K, double delta, double lam, bool ge)
+{
+	if (!(w > 0)) {
+		return (ge ? 0 >= lam : 0 > lam) ? K : 0;
+	}
+	double x = lam > 0 ? w / lam - delta : (double)K;
+	uint32_t k = x >= (double)K ? K : x < 1 ? 0 : (uint32_t)x;
+	while (k < K) {
+		double p = w / ((uint32_t)(k + 1) + delta);
+		if (!(ge ? p >= lam : p > lam)) {
+			break;
+		}
+		k++;
+	}
+	while (k > 0) {
+		double p = w / (k + delta);
+		if (ge ? p >= lam : p > lam) {
+			break;
+		}
+		k--;
+	}
+	return k;
+}
+
+/* The same result as apportion() without seq, in O(E log) instead of
+ * O((N - E) log E): the greedy hands out the M = N - E largest
+ * priorities, ordered by (priority descending, expert ascending), so find
+ * the M-th priority by bisection and count. */
+static void apportion_fast(const double *w, uint32_t E, uint32_t N, uint32_t cap, double delta,
+			   uint32_t *r)
+{
+	uint32_t M = N - E;
+	uint64_t total = 0;
+	double hi = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		uint32_t K = cap == 0 ? M : cap - 1;
+		total += K;
+		double p = w[e] / (1u + delta);
+		hi = p > hi ? p : hi;
+	}
+	if (total <= M) {
+		for (uint32_t e = 0; e < E; e++) {
+			r[e] = 1 + (cap == 0 ? M : cap - 1);
+		}
+		return;
+	}
+	/* count_ge(lo) >= M > count_ge(hi); hi above every priority */
+	double lo = 0;
+	hi = hi * 2 + 1;
+	for (;;) {
+		double mid = lo + (hi - lo) * 0.5;
+		if (!(mid > lo && mid < hi)) {
+			break;
+		}
+		uint64_t c = 0;
+		for (uint32_t e = 0; e < E && c < M; e++) {
+			c += count_above(w[e], cap == 0 ? M : cap - 1, delta, mid, true);
+		}
+		if (c >= M) {
+			lo = mid;
+		} else {
+			hi = mid;
+		}
+	}
+	/* lo is the M-th priority: all above it, then ties by expert id */
+	uint64_t taken = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		r[e] = 1 + count_above(w[e], cap == 0 ? M : cap - 1, delta, lo, false);
+		taken += r[e] - 1;
+	}
+	for (uint32_t e = 0; e < E && taken < M; e++) {
+		uint32_t K = cap == 0 ? M : cap - 1;
+		uint32_t tie = count_above(w[e], K, delta, lo, true) - (r[e] - 1);
+		uint32_t add = M - taken < tie ? (uint32_t)(M - taken) : tie;
+		r[e] += add;
+		taken += add;
 	}
 }
 

@@ -493,21 +493,29 @@ void pl_eplb(const struct pl_prob *prob, uint32_t *slot, struct pl_work *work)
 	uint32_t *order = work->list; /* [N] */
 	pl_sort_desc(order, size, N);
 	double *load = calloc(G, sizeof(*load));
+	if (!load) {
+		/* no memory for loads: fill the GPUs in order (still a map) */
+		for (uint32_t i = 0; i < N; i++) {
+			slot[i] = phy[order[i]];
+		}
+		return;
+	}
+	/* GPUs with room in a heap by (load, id): the lightest, lowest id on
+	 * ties, as EPLB's scan picks. */
+	uint32_t *heap = work->gorder;
+	uint32_t n = 0;
 	uint32_t *fill = work->cnt;
 	for (uint32_t g = 0; g < G; g++) {
 		fill[g] = 0;
+		heap[n++] = g;
 	}
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t p = order[i];
-		uint32_t best = UINT32_MAX;
-		for (uint32_t g = 0; g < G; g++) {
-			if (fill[g] < S && (best == UINT32_MAX || (load && load[g] < load[best]))) {
-				best = g;
-			}
-		}
+		uint32_t best = gheap_pop(heap, &n, load);
 		slot[best * S + fill[best]++] = phy[p];
-		if (load) {
-			load[best] += size[p];
+		load[best] += size[p];
+		if (fill[best] < S) {
+			gheap_push(heap, &n, load, best);
 		}
 	}
 	free(load);
@@ -1101,28 +1109,32 @@ int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work
 		pl_improve(prob, &cand, work, deadline);
 		consider(prob, best, &have, &cand);
 	}
-	/* Past the deadline one seed must do (the layer says time_limit). */
-	if (have && work->timed_out) {
-		goto out;
-	}
-	if (pl_pack_bldm(prob, r, &cand, work)) {
+	/* Past the deadline balanced differencing is skipped, but EPLB's seed
+	 * (below) is still looked at, so that the plan is never worse than
+	 * EPLB's. */
+	if (!pl_timed_out(work, deadline) && pl_pack_bldm(prob, r, &cand, work)) {
 		pl_improve(prob, &cand, work, deadline);
 		consider(prob, best, &have, &cand);
 	}
-	if (have && work->timed_out) {
-		goto out;
-	}
 	/* Seed 3: EPLB's plan, usable when it gives no expert more replicas
-	 * than GPUs; its duplicates swapped away. */
-	pl_eplb(prob, cand.slot, work);
-	pl_sol_eval(&cand, prob);
+	 * than GPUs (its replica counts are looked at first: they are cheap,
+	 * the plan is not); its duplicates swapped away. */
+	pl_replicas_eplb(prob, r, work->list, NULL);
 	bool capped = true;
 	for (uint32_t e = 0; e < prob->E; e++) {
-		if (cand.r[e] > prob->G) {
+		if (r[e] > prob->G) {
 			capped = false;
 		}
 	}
-	if (capped && pl_repair_dups(prob, &cand)) {
+	if (capped) {
+		pl_eplb(prob, cand.slot, work);
+		pl_sol_eval(&cand, prob);
+	}
+	/* (past the deadline only a duplicate-free EPLB plan, the one a
+	 * comparison is fair with, is looked at: the repair can be slow) */
+	bool usable = capped && (pl_timed_out(work, deadline) ? pl_sol_no_dup(&cand, prob)
+					    : pl_repair_dups(prob, &cand));
+	if (usable) {
 		pl_improve(prob, &cand, work, deadline);
 		consider(prob, best, &have, &cand);
 	}

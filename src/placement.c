@@ -68,7 +68,7 @@ const char *mp_place_status_name(enum mp_place_status status)
 void mp_place_options_init(struct mp_place_options *opts)
 {
 	memset(opts, 0, sizeof(*opts));
-	opts->time_limit_s = 10.0;
+	opts->time_limit_s = 60.0;
 	opts->effort = 1.0;
 	opts->threads = 0;
 	opts->split = MP_SPLIT_EVEN;

@@ -136,7 +136,9 @@ static int build_map(const uint32_t *slot_expert, uint32_t n_experts, uint32_t g
 {
 	const uint32_t slots = gpus * slots_per_gpu;
 	out->rep_start = calloc((size_t)n_experts + 1, sizeof(*out->rep_start));
-	out->rep_gpu = malloc((size_t)slots * sizeof(*out->rep_gpu));
+	/* calloc, not malloc: every entry is written below, but the static
+	 * analyser cannot follow the counting sort. */
+	out->rep_gpu = calloc(slots ? slots : 1, sizeof(*out->rep_gpu));
 	if (!out->rep_start || !out->rep_gpu) {
 		return MP_ENOMEM;
 	}
@@ -443,6 +445,7 @@ static void *run_worker(void *arg)
 {
 	struct sim_worker *w = arg;
 	const struct sim_ctx *ctx = w->ctx;
+	assert(ctx->n_layers > 0);
 	for (uint32_t s = w->first; s < w->last; s++) {
 		const uint32_t layer = s % ctx->n_layers;
 		const struct sim_map *map = &ctx->maps[ctx->n_maps == 1 ? 0 : layer];
@@ -711,6 +714,10 @@ int mp_simulate(const struct mp_placement *map, const struct mp_loads *loads,
 	}
 	const uint32_t steps = opts->steps;
 	ctx.factors = malloc((size_t)steps * sizeof(*ctx.factors));
+	if (ctx.n_layers == 0 || ctx.gpus == 0) {
+		rc = MP_EINVAL;
+		goto cleanup;
+	}
 	gpu_sum = calloc(ctx.gpus, sizeof(*gpu_sum));
 	sorted = malloc((size_t)steps * sizeof(*sorted));
 	layer_n = calloc(ctx.n_layers, sizeof(*layer_n));

@@ -55,7 +55,7 @@ struct mp_place_options {
 	double time_limit_s;    /**< seconds for the whole call (all layers): a safety net that
 				     stops the search when the work budgets take longer; layers
 				     it stopped have status MP_PLACE_TIME_LIMIT; 0 = none;
-				     default 10 */
+				     default 60 */
 	double effort;          /**< multiplies the work budgets of the search (> 0); default 1 */
 	unsigned threads;       /**< worker threads over layers; 0 = number of CPUs; default 0 */
 	enum mp_split split;    /**< default MP_SPLIT_EVEN */

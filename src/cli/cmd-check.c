@@ -26,8 +26,8 @@ static const struct cli_option_help check_help[] = {
 	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list) "
 	      "(default: the file's gpus)"},
 	{"PHASE", "phase of a full plan: decode (default) or prefill"},
-	{"SECONDS", "with --loads: time per layer for the solver that proves the lower bound and "
-		    "finds the best known plan (default 2)"},
+	{"SECONDS", "with --loads: wall-clock safety net for the solver that proves the lower "
+		    "bound and finds the best known plan, for the whole run (default 10; 0 = none)"},
 	{"FILE", "write the report to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
 	{NULL, "show this help"},
@@ -203,7 +203,7 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 
 int cmd_check(int argc, char **argv)
 {
-	struct check_args a = { .time_limit_s = 2.0 };
+	struct check_args a = { .time_limit_s = 10.0 };
 	int rc = parse_args(argc, argv, &a);
 	if (rc != 0) {
 		return rc < 0 ? EXIT_OK : rc;

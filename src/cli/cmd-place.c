@@ -27,7 +27,9 @@ static const struct cli_option_help place_help[] = {
 	{"G", "number of GPUs in the expert-parallel group (required)"},
 	{"N", "physical expert slots in all, a multiple of G and at least the number of "
 	      "experts (required)"},
-	{"SECONDS", "time limit per layer for the search and GLPK (default 10)"},
+	{"SECONDS", "wall-clock safety net for the whole run (default 60; 0 = none): the search "
+		    "is bounded by counted work, so plans are identical on any machine; layers the "
+		    "limit stops say status time_limit"},
 	{"N", "worker threads over layers (default: number of CPUs)"},
 	{"SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
 		  "route) or weighted (any split, for engines that route by weight)"},

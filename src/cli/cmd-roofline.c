@@ -351,7 +351,7 @@ static struct mp_doc *header_doc(const struct mp_model *m, const struct mp_hardw
 	mp_doc_put_string(d, "hardware", hw->name ? hw->name : "");
 	mp_doc_put_int(d, "ep", p->width.ep);
 	mp_doc_put_int(d, "slots", p->width.slots);
-	mp_doc_put_int(d, "slots_per_gpu", p->width.slots / p->width.ep);
+	mp_doc_put_int(d, "slots_per_gpu", p->width.ep ? p->width.slots / p->width.ep : 0);
 	mp_doc_put_int(d, "redundant", (int64_t)p->width.slots - m->routed_experts);
 	if (m->drafter.moe_stages > 0) {
 		mp_doc_put_int(d, "drafter_slots", p->width.drafter_slots);
