@@ -183,7 +183,7 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 			const struct mp_place_options *opts, double deadline, struct pl_sol *best,
 			struct pl_sol *cand, struct pl_work *work, bool *limit, bool *error)
 {
-	double minb = INFINITY;
+	double minb = (double)INFINITY;
 	uint32_t *idx = malloc(sizeof(*idx) * set->count);
 	if (!idx) {
 		*error = true;
@@ -382,7 +382,7 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			goto done;
 		}
 		if (prob.N > PL_MIP_MAX_ITEMS) {
-			double minb = INFINITY;
+			double minb = (double)INFINITY;
 			for (uint32_t k = 0; k < set.count; k++) {
 				if (set.bound[k] < minb) {
 					minb = set.bound[k];

@@ -94,7 +94,7 @@ static void brute_rec(struct brute *b, uint32_t e, uint32_t slots_left)
 
 static double brute_optimum(const double *w, uint32_t E, uint32_t G, uint32_t S)
 {
-	struct brute b = { .w = w, .E = E, .G = G, .S = S, .best = INFINITY };
+	struct brute b = { .w = w, .E = E, .G = G, .S = S, .best = (double)INFINITY };
 	brute_rec(&b, 0, G * S);
 	return b.best;
 }

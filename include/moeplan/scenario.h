@@ -48,7 +48,7 @@ struct mp_scenario {
 	struct mp_traffic traffic;
 	struct mp_phase_spec prefill;
 	struct mp_phase_spec decode;
-	double time_limit_s;           /**< per layer solver limit (default 10) */
+	double time_limit_s;           /**< wall-clock safety limit of each phase's placement run, seconds (default 10) */
 };
 
 /** Fill defaults: both phases MP_SLOTS_MIN_REDUNDANT with min_redundant

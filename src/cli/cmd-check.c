@@ -50,7 +50,7 @@ const struct cli_command_help cmd_check_help = {
 	.options = check_options,
 	.help = check_help,
 	.examples =
-		"  moeplan check plan.yaml --loads ../shared/traces/olmoe_c4.csv\n"
+		"  moeplan check plan.yaml --loads plans/traces/olmoe_c4.csv\n"
 		"  moeplan check sglang_map.json --gpus 64\n",
 };
 

@@ -59,7 +59,7 @@ const struct cli_command_help cmd_place_help = {
 	.options = place_options,
 	.help = place_help,
 	.examples =
-		"  moeplan place ../shared/traces/olmoe_c4.csv --gpus 8 --slots 72\n"
+		"  moeplan place plans/traces/olmoe_c4.csv --gpus 8 --slots 72\n"
 		"  moeplan place loads.csv --gpus 64 --slots 448 --time-limit 2 --format json -o p.json\n",
 };
 

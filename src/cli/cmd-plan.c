@@ -37,7 +37,7 @@ static const struct option plan_options[] = {
 static const struct cli_option_help plan_help[] = {
 	{"FILE", "write the plan to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
-	{"SECONDS", "solver time limit per MoE layer (default: the scenario's, else 10)"},
+	{"SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)"},
 	{"N", "solver threads over layers (default: number of CPUs; results do not depend on it)"},
 	{NULL, "show GLPK's own log on stderr"},
 	{"FILE", "also draw the decode load heatmap (layers x GPUs, round-robin before,\n"
