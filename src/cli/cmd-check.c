@@ -15,6 +15,7 @@ static const struct option check_options[] = {
 	{"time-limit", required_argument, NULL, 't'},
 	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
+	{"svg", required_argument, NULL, 'S'},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -30,6 +31,7 @@ static const struct cli_option_help check_help[] = {
 		    "bound and finds the best known plan, for the whole run (default 10; 0 = none)"},
 	{"FILE", "write the report to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
+	{"FILE", "with --loads: draw the load per GPU per layer, round-robin (one replica per expert) beside this map, as an SVG heatmap (default: none)"},
 	{NULL, "show this help"},
 };
 
@@ -59,6 +61,7 @@ struct check_args {
 	const char *loads;
 	const char *phase;
 	const char *output;
+	const char *svg;
 	uint32_t gpus;
 	bool json;
 	double time_limit_s;
@@ -76,7 +79,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			a->loads = optarg;
 			break;
 		case 'g':
-			if (!cli_parse_u32("check", "--gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
+			if (!cli_parse_u32("check", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
 				return EXIT_USAGE;
 			}
 			break;
@@ -87,12 +90,15 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			a->phase = optarg;
 			break;
 		case 't':
-			if (!cli_parse_double("check", "--time-limit", optarg, 0, 1e6, &a->time_limit_s)) {
+			if (!cli_parse_double("check", "time-limit", optarg, 0, 1e6, &a->time_limit_s)) {
 				return EXIT_USAGE;
 			}
 			break;
 		case 'o':
 			a->output = optarg;
+			break;
+		case 'S':
+			a->svg = optarg;
 			break;
 		case 'f':
 			if (!cli_parse_format("check", optarg, &a->json)) {
@@ -114,8 +120,13 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 		return cli_usage("check", "unexpected argument '%s'", argv[optind + 1]);
 	}
 	a->plan = argv[optind];
-	if (a->output && (cli_same_file(a->output, a->plan) || cli_same_file(a->output, a->loads))) {
-		return cli_usage("check", "'%s' is an input; refusing to overwrite it", a->output);
+	if (a->svg && !a->loads) {
+		return cli_usage("check", "--svg needs --loads: the heatmap shows loads");
+	}
+	const char *outputs[] = {a->output, a->svg};
+	const char *inputs[] = {a->plan, a->loads};
+	if (!cli_outputs_spare_inputs("check", outputs, 2, inputs, 2)) {
+		return EXIT_USAGE;
 	}
 	return 0;
 }
@@ -276,6 +287,19 @@ int cmd_check(int argc, char **argv)
 				lp->gap = lp->max_load > 0 ? (lp->max_load - lb) / lp->max_load : 0;
 			}
 		}
+	}
+	if (a.svg) {
+		struct cli_heatmap_spec spec = {
+			.path = a.svg,
+			.after = &map,
+			.after_label = "this map",
+			.loads = &loads,
+		};
+		exit_code = cli_plot_heatmap(&spec, NULL);
+		if (exit_code != EXIT_OK) {
+			goto out;
+		}
+		exit_code = EXIT_INPUT;
 	}
 	doc = report(&map, a.loads ? &loads : NULL, &eval, &best);
 	if (!doc || mp_doc_failed(doc)) {

@@ -83,26 +83,26 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 	while ((c = getopt_long(argc, argv, shorts, place_options, NULL)) != -1) {
 		switch (c) {
 		case 'g':
-			if (!cli_parse_u32("place", "--gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
+			if (!cli_parse_u32("place", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
 				return EXIT_USAGE;
 			}
 			a->have_gpus = true;
 			break;
 		case 's':
-			if (!cli_parse_u32("place", "--slots", optarg, 1, UINT32_MAX / 2, &a->slots)) {
+			if (!cli_parse_u32("place", "slots", optarg, 1, UINT32_MAX / 2, &a->slots)) {
 				return EXIT_USAGE;
 			}
 			a->have_slots = true;
 			break;
 		case 't':
-			if (!cli_parse_double("place", "--time-limit", optarg, 0, 1e6,
+			if (!cli_parse_double("place", "time-limit", optarg, 0, 1e6,
 					      &a->opts.time_limit_s)) {
 				return EXIT_USAGE;
 			}
 			break;
 		case 'j': {
 			uint32_t n = 0;
-			if (!cli_parse_u32("place", "--threads", optarg, 0, 1024, &n)) {
+			if (!cli_parse_u32("place", "threads", optarg, 0, 1024, &n)) {
 				return EXIT_USAGE;
 			}
 			a->opts.threads = n;
@@ -118,13 +118,13 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 			}
 			break;
 		case 'n':
-			if (!cli_parse_u32("place", "--gpus-per-node", optarg, 1, MP_MAX_GPUS,
+			if (!cli_parse_u32("place", "gpus-per-node", optarg, 1, MP_MAX_GPUS,
 					   &a->opts.gpus_per_node)) {
 				return EXIT_USAGE;
 			}
 			break;
 		case 'G':
-			if (!cli_parse_double("place", "--target-gap", optarg, 0, 1, &a->opts.target_gap)) {
+			if (!cli_parse_double("place", "target-gap", optarg, 0, 1, &a->opts.target_gap)) {
 				return EXIT_USAGE;
 			}
 			break;
