@@ -668,6 +668,7 @@ struct map_source {
 	const yaml_node_t *slots_per_gpu;
 	const yaml_node_t *n_experts;
 	uint32_t experts_hint;        /* from replicas/logical_replica_count lengths */
+	const yaml_node_t *layers;    /* a moeplan placement's layers[] (gpu_experts), or NULL */
 };
 
 static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, struct map_source *m)
@@ -736,9 +737,58 @@ static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, 
 	m->slots_per_gpu = ld_get(ld, placement, "slots_per_gpu");
 	m->n_experts = ld_get(ld, placement, "n_experts");
 	const yaml_node_t *layers = ld_get(ld, placement, "layers");
+	m->layers = layers && layers->type == YAML_SEQUENCE_NODE ? layers : NULL;
 	if (layers && list_length(layers) > 0) {
 		const yaml_node_t *l0 = ld_node(ld, layers->data.sequence.items.start[0]);
 		m->experts_hint = list_length(ld_get(ld, l0, "replicas"));
+	}
+}
+
+/* A moeplan placement says where each expert is twice: per GPU in
+ * layers[].gpu_experts and per slot in physical_to_logical. A hand edit of
+ * one without the other would make `check` judge a map the engine never
+ * sees, so both must agree. */
+static void check_gpu_experts(struct ld *ld, const struct map_source *m, const uint32_t *ids,
+			      uint32_t rows, uint32_t slots, uint32_t per_gpu)
+{
+	if (!m->layers) {
+		return;
+	}
+	uint32_t n = list_length(m->layers);
+	for (uint32_t l = 0; l < n && l < rows; l++) {
+		const yaml_node_t *layer = ld_node(ld, m->layers->data.sequence.items.start[l]);
+		const yaml_node_t *gpus = layer ? ld_get(ld, layer, "gpu_experts") : NULL;
+		if (!gpus || gpus->type != YAML_SEQUENCE_NODE) {
+			continue;
+		}
+		uint32_t n_gpus = list_length(gpus);
+		if ((uint64_t)n_gpus * per_gpu != slots) {
+			ld_error(ld, gpus, "layers[%u].gpu_experts: %u GPUs, but physical_to_logical has "
+				 "%u slots of %u per GPU", l, n_gpus, slots, per_gpu);
+			return;
+		}
+		for (uint32_t g = 0; g < n_gpus; g++) {
+			const yaml_node_t *row = ld_node(ld, gpus->data.sequence.items.start[g]);
+			if (!row || row->type != YAML_SEQUENCE_NODE || list_length(row) != per_gpu) {
+				ld_error(ld, row ? row : gpus, "layers[%u].gpu_experts[%u]: expected %u "
+					 "expert ids, one per slot of the GPU", l, g, per_gpu);
+				return;
+			}
+			for (uint32_t k = 0; k < per_gpu; k++) {
+				const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[k]);
+				uint32_t e = 0;
+				if (!ld_get_u32(ld, cell, "gpu_experts", 0, MP_MAX_EXPERTS - 1, &e)) {
+					return;
+				}
+				uint32_t want = ids[(size_t)l * slots + (size_t)g * per_gpu + k];
+				if (e != want) {
+					ld_error(ld, cell, "layers[%u].gpu_experts[%u][%u] is expert %u but "
+						 "physical_to_logical[%u][%u] says %u: the two disagree (edited by hand?)",
+						 l, g, k, e, l, g * per_gpu + k, want);
+					return;
+				}
+			}
+		}
 	}
 }
 
@@ -799,6 +849,10 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 	    file_per_gpu != per_gpu) {
 		ld_error(&ld, m.slots_per_gpu, "slots_per_gpu: the file says %u, but its rows hold %u "
 			 "slots on %u GPUs (%u per GPU)", file_per_gpu, slots, gpus, per_gpu);
+		goto done;
+	}
+	check_gpu_experts(&ld, &m, ids, rows, slots, per_gpu);
+	if (ld.status != 0) {
 		goto done;
 	}
 	uint32_t n_experts = max_id + 1;
