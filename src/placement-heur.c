@@ -355,13 +355,15 @@ bool pl_pack_bldm(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *
 	uint32_t N = prob->N;
 	bool ok = false;
 	/* group g (0..N-1) starts as item g; lists of items via next[] */
-	uint32_t *next = malloc(sizeof(*next) * N);
-	uint32_t *tail = malloc(sizeof(*tail) * N);
-	double *gsum = malloc(sizeof(*gsum) * N);
-	uint32_t *ids = malloc(sizeof(*ids) * N);
-	double *key = malloc(sizeof(*key) * N);
-	uint32_t *mark = malloc(sizeof(*mark) * prob->E);
-	struct bl_part *parts = malloc(sizeof(*parts) * S);
+	/* calloc with at least one element: every entry is written before it
+	 * is read, but clang's static analyser cannot follow the merges. */
+	uint32_t *next = calloc(N ? N : 1, sizeof(*next));
+	uint32_t *tail = calloc(N ? N : 1, sizeof(*tail));
+	double *gsum = calloc(N ? N : 1, sizeof(*gsum));
+	uint32_t *ids = calloc(N ? N : 1, sizeof(*ids));
+	double *key = calloc(N ? N : 1, sizeof(*key));
+	uint32_t *mark = calloc(prob->E ? prob->E : 1, sizeof(*mark));
+	struct bl_part *parts = calloc(S ? S : 1, sizeof(*parts));
 	if (!next || !tail || !gsum || !ids || !key || !mark || !parts) {
 		goto out;
 	}
