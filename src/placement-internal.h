@@ -236,4 +236,19 @@ double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool ver
 /* Free this thread's GLPK environment (worker threads call it on exit). */
 void pl_glpk_thread_done(void);
 
+/* A sparse matrix in GLPK's 1-based (ia, ja, ar) triplet form, grown as
+ * entries are added; `failed` records an allocation failure so callers
+ * check once after building (both GLPK models use it). */
+struct pl_triplets {
+	int *ia;
+	int *ja;
+	double *ar;
+	size_t n;
+	size_t cap;
+	bool failed;
+};
+
+void pl_trip_add(struct pl_triplets *t, int row, int col, double val);
+void pl_trip_free(struct pl_triplets *t);
+
 #endif

@@ -29,16 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct triplets {
-	int *ia;
-	int *ja;
-	double *ar;
-	size_t n;
-	size_t cap;
-	bool failed;
-};
-
-static void trip_add(struct triplets *t, int row, int col, double val)
+void pl_trip_add(struct pl_triplets *t, int row, int col, double val)
 {
 	if (t->failed) {
 		return;
@@ -70,11 +61,12 @@ static void trip_add(struct triplets *t, int row, int col, double val)
 	t->ar[t->n] = val;
 }
 
-static void trip_free(struct triplets *t)
+void pl_trip_free(struct pl_triplets *t)
 {
 	free(t->ia);
 	free(t->ja);
 	free(t->ar);
+	memset(t, 0, sizeof(*t));
 }
 
 static void on_glpk_error(void *info)
@@ -168,7 +160,7 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	/* first[i] = index of the first item of the same expert. */
 	uint32_t *first = malloc(sizeof(*first) * N);
 	uint32_t *last = malloc(sizeof(*last) * N);
-	struct triplets *t = calloc(1, sizeof(*t));
+	struct pl_triplets *t = calloc(1, sizeof(*t));
 	glp_prob *volatile lp = NULL;
 	enum pl_mip_result res = PL_MIP_ERROR;
 	jmp_buf jb;
@@ -213,7 +205,7 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	for (uint32_t i = 0; i < N; i++) {
 		row++;
 		for (uint32_t j = 0; j <= i; j++) {
-			trip_add(t, row, col_of(i, j), 1.0);
+			pl_trip_add(t, row, col_of(i, j), 1.0);
 		}
 	}
 	int first_assign = 1;
@@ -222,15 +214,15 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	row++;
 	int row_g = row;
 	for (uint32_t j = 0; j < N; j++) {
-		trip_add(t, row, col_of(j, j), 1.0);
+		pl_trip_add(t, row, col_of(j, j), 1.0);
 	}
 	/* S slots per GPU */
 	int row_card = row + 1;
 	for (uint32_t j = 0; j < N; j++) {
 		row++;
-		trip_add(t, row, col_of(j, j), 1.0 - (double)S);
+		pl_trip_add(t, row, col_of(j, j), 1.0 - (double)S);
 		for (uint32_t i = j + 1; i < N; i++) {
-			trip_add(t, row, col_of(i, j), 1.0);
+			pl_trip_add(t, row, col_of(i, j), 1.0);
 		}
 	}
 	/* load */
@@ -238,9 +230,9 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	for (uint32_t j = 0; j < N; j++) {
 		row++;
 		for (uint32_t i = j; i < N; i++) {
-			trip_add(t, row, col_of(i, j), p[i] / scale);
+			pl_trip_add(t, row, col_of(i, j), p[i] / scale);
 		}
-		trip_add(t, row, tcol, -1.0);
+		pl_trip_add(t, row, tcol, -1.0);
 	}
 	/* x[i][j] <= x[j][j] */
 	int row_link = row + 1;
@@ -250,8 +242,8 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 				continue; /* fixed to 0 */
 			}
 			row++;
-			trip_add(t, row, col_of(i, j), 1.0);
-			trip_add(t, row, col_of(j, j), -1.0);
+			pl_trip_add(t, row, col_of(i, j), 1.0);
+			pl_trip_add(t, row, col_of(j, j), -1.0);
 		}
 	}
 	int n_link = row - row_link + 1;
@@ -269,9 +261,9 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 			if (e_last > i) {
 				row++;
 				for (uint32_t k = i; k <= e_last; k++) {
-					trip_add(t, row, col_of(k, j), 1.0);
+					pl_trip_add(t, row, col_of(k, j), 1.0);
 				}
-				trip_add(t, row, col_of(j, j), -1.0);
+				pl_trip_add(t, row, col_of(j, j), -1.0);
 			}
 			i = e_last + 1;
 		}
@@ -297,7 +289,7 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 		glp_set_row_bnds(lp, row_dup + k, GLP_UP, 0, 0);
 	}
 	glp_load_matrix(lp, (int)t->n, t->ia, t->ja, t->ar);
-	trip_free(t);
+	pl_trip_free(t);
 	memset(t, 0, sizeof(*t));
 
 	struct cb_state st = { .bound = lb / scale, .limit = work->mip_work };
@@ -397,7 +389,7 @@ out:
 	}
 	glp_error_hook(NULL, NULL);
 	if (t) {
-		trip_free(t);
+		pl_trip_free(t);
 		free(t);
 	}
 	free(first);
@@ -413,7 +405,7 @@ double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool ver
 	uint32_t S = prob->S;
 	uint32_t E = prob->E;
 	double scale = prob->mean > 0 ? prob->mean : 1.0;
-	struct triplets *t = calloc(1, sizeof(*t));
+	struct pl_triplets *t = calloc(1, sizeof(*t));
 	glp_prob *volatile lp = NULL;
 	volatile double result = -1;
 	jmp_buf jb;
@@ -448,11 +440,11 @@ double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool ver
 		glp_set_row_bnds(lp, (int)(E + g) + 1, GLP_UP, 0, 0);
 	}
 	for (uint32_t q = 0; q < N; q++) {
-		trip_add(t, (int)slot[q] + 1, (int)q + 1, 1.0);
-		trip_add(t, (int)(E + q / S) + 1, (int)q + 1, 1.0);
+		pl_trip_add(t, (int)slot[q] + 1, (int)q + 1, 1.0);
+		pl_trip_add(t, (int)(E + q / S) + 1, (int)q + 1, 1.0);
 	}
 	for (uint32_t g = 0; g < G; g++) {
-		trip_add(t, (int)(E + g) + 1, tcol, -1.0);
+		pl_trip_add(t, (int)(E + g) + 1, tcol, -1.0);
 	}
 	if (t->failed) {
 		goto out;
@@ -488,7 +480,7 @@ out:
 		glp_delete_prob(lp);
 	}
 	glp_error_hook(NULL, NULL);
-	trip_free(t);
+	pl_trip_free(t);
 	free(t);
 	return result;
 }

@@ -23,6 +23,7 @@
  * MP_PLACE_TIME_LIMIT.
  */
 #include "moeplan/replan.h"
+#include "placement-internal.h"
 
 #include <glpk.h>
 #include <math.h>
@@ -816,52 +817,6 @@ static void mip_callback(glp_tree *tree, void *info)
 	}
 }
 
-struct trip {
-	int *ia;
-	int *ja;
-	double *ar;
-	size_t n, cap;
-	bool failed;
-};
-
-static void trip_add(struct trip *t, int row, int col, double val)
-{
-	if (t->failed) {
-		return;
-	}
-	if (t->n + 1 >= t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		int *ia = realloc(t->ia, sizeof(*ia) * cap);
-		if (ia) {
-			t->ia = ia;
-		}
-		int *ja = realloc(t->ja, sizeof(*ja) * cap);
-		if (ja) {
-			t->ja = ja;
-		}
-		double *ar = realloc(t->ar, sizeof(*ar) * cap);
-		if (ar) {
-			t->ar = ar;
-		}
-		if (!ia || !ja || !ar) {
-			t->failed = true;
-			return;
-		}
-		t->cap = cap;
-	}
-	t->n++;
-	t->ia[t->n] = row;
-	t->ja[t->n] = col;
-	t->ar[t->n] = val;
-}
-
-static void trip_free(struct trip *t)
-{
-	free(t->ia);
-	free(t->ja);
-	free(t->ar);
-	memset(t, 0, sizeof(*t));
-}
 
 enum mip_result {
 	MIP_SKIPPED = 0,   /* too large, or nothing to gain */
@@ -923,7 +878,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 	int tcol = (int)ncols;
 #define ZC(e, g, r) ((int)(((size_t)(e) * G + (g)) * R + ((r) - 1)) + 1)
 #define YC(e, r) (ycol0 + (int)((size_t)(e) * R + ((r) - 1)))
-	struct trip t = {0};
+	struct pl_triplets t = {0};
 	double *seed = calloc(ncols + 1, sizeof(*seed));
 	uint32_t *set = malloc(sizeof(*set) * N);
 	uint32_t *fill = calloc(G, sizeof(*fill));
@@ -980,7 +935,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 	for (uint32_t e = 0; e < E; e++) {
 		row++;
 		for (uint32_t r = 1; r <= R; r++) {
-			trip_add(&t, row, YC(e, r), 1.0);
+			pl_trip_add(&t, row, YC(e, r), 1.0);
 		}
 	}
 	int r_rep = row + 1;
@@ -988,9 +943,9 @@ static enum mip_result mip_solve(struct mip_job *job)
 		for (uint32_t r = 1; r <= R; r++) {
 			row++;
 			for (uint32_t g = 0; g < G; g++) {
-				trip_add(&t, row, ZC(e, g, r), 1.0);
+				pl_trip_add(&t, row, ZC(e, g, r), 1.0);
 			}
-			trip_add(&t, row, YC(e, r), -(double)r);
+			pl_trip_add(&t, row, YC(e, r), -(double)r);
 		}
 	}
 	int r_slots = row + 1;
@@ -998,7 +953,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 		row++;
 		for (uint32_t e = 0; e < E; e++) {
 			for (uint32_t r = 1; r <= R; r++) {
-				trip_add(&t, row, ZC(e, g, r), 1.0);
+				pl_trip_add(&t, row, ZC(e, g, r), 1.0);
 			}
 		}
 	}
@@ -1008,7 +963,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 			for (uint32_t g = 0; g < G; g++) {
 				row++;
 				for (uint32_t r = 1; r <= R; r++) {
-					trip_add(&t, row, ZC(e, g, r), 1.0);
+					pl_trip_add(&t, row, ZC(e, g, r), 1.0);
 				}
 			}
 		}
@@ -1022,10 +977,10 @@ static enum mip_result mip_solve(struct mip_job *job)
 				continue;
 			}
 			for (uint32_t r = 1; r <= R; r++) {
-				trip_add(&t, row, ZC(e, g, r), pr->w[e] / r / scale);
+				pl_trip_add(&t, row, ZC(e, g, r), pr->w[e] / r / scale);
 			}
 		}
-		trip_add(&t, row, tcol, -1.0);
+		pl_trip_add(&t, row, tcol, -1.0);
 	}
 	/* kept = sum over old (g, e) pairs of x[e][g] */
 	int r_keep = row + 1;
@@ -1036,7 +991,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 				continue;
 			}
 			for (uint32_t r = 1; r <= R; r++) {
-				trip_add(&t, row, ZC(e, g, r), 1.0);
+				pl_trip_add(&t, row, ZC(e, g, r), 1.0);
 				if (job->cost_mode) {
 					double c = glp_get_obj_coef(lp, ZC(e, g, r));
 					glp_set_obj_coef(lp, ZC(e, g, r), c - job->b);
@@ -1069,7 +1024,7 @@ static enum mip_result mip_solve(struct mip_job *job)
 		glp_set_row_bnds(lp, r_keep, need > 0 ? GLP_LO : GLP_FR, need > 0 ? need : 0, 0);
 	}
 	glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
-	trip_free(&t);
+	pl_trip_free(&t);
 
 	/* the incumbent as a full column vector */
 	for (uint32_t p = 0; p < N; p++) {
@@ -1210,7 +1165,7 @@ out:
 		glp_delete_prob(lp);
 	}
 	glp_error_hook(NULL, NULL);
-	trip_free(&t);
+	pl_trip_free(&t);
 	free(seed);
 	free(set);
 	free(fill);
