@@ -545,7 +545,11 @@ int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void
 		return MP_EIO;
 	}
 	char tmp[sizeof(pending_tmp)];
-	snprintf(tmp, sizeof(tmp), "%s.tmpXXXXXX", path);
+	/* mkstemp's template: ".tmp" and six 'X's it replaces with a unique
+	 * suffix. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	memset(tmp + len + 4, 'X', 6);
+	tmp[len + 10] = '\0';
 	/* Block signals while the name is registered so a handler never sees
 	 * a half-copied path. */
 	sigset_t all, old;
