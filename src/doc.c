@@ -514,35 +514,56 @@ void mp_output_abort_all(void)
 	}
 }
 
+/* mp_write_atomic's failures leave the reason in errno (the value the
+ * failing open, mkstemp, write, fsync or rename set), so that a caller can
+ * say "Is a directory" or "Permission denied" rather than "input/output
+ * error". The cleanup after a failure (unlink, sigprocmask) may change
+ * errno, so the first reason is kept and restored on return. */
+static int fail_errno(int err)
+{
+	errno = err ? err : EIO;
+	return MP_EIO;
+}
+
 int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void *user)
 {
+	int err = 0;
 	if (!path || strcmp(path, "-") == 0) {
+		errno = 0;
 		int rc = write(user, stdout);
+		err = errno;
 		if (fflush(stdout) != 0 && rc == 0) {
 			rc = MP_EIO;
+			err = errno;
 		}
-		return rc;
+		return rc == MP_EIO ? fail_errno(err) : rc;
 	}
 	/* A device or a FIFO (/dev/null, /dev/stdout, a pipe) is written in
 	 * place: renaming a file over it would replace the device itself. */
 	struct stat st;
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		if (S_ISDIR(st.st_mode)) {
-			return MP_EIO;
+			return fail_errno(EISDIR);
 		}
 		FILE *direct = fopen(path, "w");
 		if (!direct) {
-			return MP_EIO;
+			return fail_errno(errno);
 		}
+		errno = 0;
 		int rc = write(user, direct);
+		err = errno;
 		if (fclose(direct) != 0 && rc == 0) {
 			rc = MP_EIO;
+			err = errno;
 		}
-		return rc;
+		return rc == MP_EIO ? fail_errno(err) : rc;
 	}
 	size_t len = strlen(path);
-	if (len + 16 > sizeof(pending_tmp) || pending_active) {
-		return MP_EIO;
+	if (len + 16 > sizeof(pending_tmp)) {
+		return fail_errno(ENAMETOOLONG);
+	}
+	if (pending_active) {
+		return fail_errno(EBUSY);
 	}
 	char tmp[sizeof(pending_tmp)];
 	/* mkstemp's template: ".tmp" and six 'X's it replaces with a unique
@@ -556,54 +577,60 @@ int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
 	int fd = mkstemp(tmp);
+	err = errno;
 	if (fd >= 0) {
 		memcpy(pending_tmp, tmp, len + 11);
 		pending_active = 1;
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (fd < 0) {
-		return MP_EIO;
+		return fail_errno(err);
 	}
 	/* mkstemp creates 0600; plans are ordinary files, so honour umask. */
 	mode_t mask = umask(0);
 	umask(mask);
 	fchmod(fd, 0666 & ~mask);
+	int rc = 0;
 	FILE *file = fdopen(fd, "w");
 	if (!file) {
+		err = errno;
 		close(fd);
+		rc = MP_EIO;
 		goto fail;
 	}
-	int rc = write(user, file);
+	errno = 0;
+	rc = write(user, file);
+	err = errno;
 	if (fflush(file) != 0 && rc == 0) {
 		rc = MP_EIO;
+		err = errno;
 	}
 	if (rc == 0 && fsync(fileno(file)) != 0) {
 		rc = MP_EIO;
+		err = errno;
 	}
 	if (fclose(file) != 0 && rc == 0) {
 		rc = MP_EIO;
+		err = errno;
 	}
 	if (rc) {
-		sigprocmask(SIG_BLOCK, &all, &old);
-		unlink(tmp);
-		pending_active = 0;
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return rc;
+		goto fail;
 	}
 	sigprocmask(SIG_BLOCK, &all, &old);
-	rc = rename(tmp, path) == 0 ? 0 : MP_EIO;
-	if (rc) {
+	if (rename(tmp, path) != 0) {
+		err = errno;
+		rc = MP_EIO;
 		unlink(tmp);
 	}
 	pending_active = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return rc;
+	return rc == MP_EIO ? fail_errno(err) : rc;
 fail:
 	sigprocmask(SIG_BLOCK, &all, &old);
 	unlink(tmp);
 	pending_active = 0;
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return MP_EIO;
+	return rc == MP_EIO ? fail_errno(err) : rc;
 }
 
 struct save_ctx {

@@ -17,6 +17,19 @@
  * says so): a 200 MB file of junk must not produce millions of records. */
 #define LD_MAX_ERRORS 100u
 
+/* The largest expert load accepted (in the loads' own unit: tokens routed
+ * to an expert in a window). Loads are summed per GPU and per layer (at
+ * most MP_MAX_EXPERTS = 65,536 experts, MP_MAX_LAYERS = 4,096 layers, and
+ * windows of an SGLang dump summed first), scaled by per-token bytes and
+ * FLOP (about 1e8 per token) and squared in spreads; from values up to
+ * 1e18 the largest such figure is about 1e18 * 65,536 * 4,096 * 1e8 ~ 3e43,
+ * and its square ~1e87, far below DBL_MAX (1.8e308), so no sum or product
+ * of loads can overflow to inf (which would be written as null). A finite
+ * value like 1.7e308 is refused here instead. No real counter reaches the
+ * cap: a year at 1e8 tokens/s is about 3e15 tokens. */
+#define LD_MAX_LOAD 1e18
+#define LD_MAX_LOAD_TEXT "1e18"
+
 /** A whole input file in memory, NUL-terminated (data[size] == 0). */
 struct ld_text {
 	char *data;
@@ -174,6 +187,12 @@ const char *ld_suggest(const char *word, const char *const *candidates);
  * Returns a heap string or NULL (ENOMEM). *found tells whether the
  * returned path exists. */
 char *ld_resolve_path(const char *base, const char *path, bool *found);
+
+/** Where ld_resolve_path(base, path) looked, for "cannot find" messages:
+ * "looked in 'DIR/', the folder of 'FILE', and in the current folder",
+ * "looked in the current folder", or "no such file" for an absolute path.
+ * Written into buf; returns buf. */
+const char *ld_looked_in(const char *base, const char *path, char *buf, size_t size);
 
 /** A heap copy of s (NULL on allocation failure). */
 char *ld_strdup(const char *s);

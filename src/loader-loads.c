@@ -1,6 +1,10 @@
 /* Expert loads (CSV, YAML/JSON lists, SGLang's logical_count) and
  * physical-to-logical maps (moeplan plans, SGLang, vLLM, bare arrays). */
 #include <ctype.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +85,32 @@ static char *csv_source(const char *comment, size_t len)
 	return s;
 }
 
+/* One load: a plain number from 0 to LD_MAX_LOAD. ld_parse_quantity
+ * refuses a value that underflows (strtod's ERANGE for 1e-320); a load so
+ * small rounds to a subnormal or to 0, both valid loads, so it is taken
+ * here. An overflow (1e999) stays LDQ_RANGE. */
+static enum ld_qerr parse_load(const char *text, double *out)
+{
+	enum ld_qerr e = ld_parse_quantity(text, NULL, out);
+	if (e != LDQ_RANGE) {
+		return e;
+	}
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(text, &end);
+	bool underflow = errno == ERANGE && fabs(v) <= DBL_MIN;
+	while (*end == ' ' || *end == '\t') {
+		end++;
+	}
+	if (!underflow || *end != '\0') {
+		return LDQ_RANGE;
+	}
+	*out = v;
+	return LDQ_OK;
+}
+
 static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int column,
-		     double *out, bool *ok)
+		     uint32_t row, uint32_t col, double *out, bool *ok)
 {
 	char buf[72];
 	*ok = false;
@@ -97,21 +125,29 @@ static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int 
 		memcpy(buf + n, "...", 4);
 	}
 	double v = 0.0;
-	enum ld_qerr e = n < len ? LDQ_NOT_NUMBER : ld_parse_quantity(buf, NULL, &v);
+	enum ld_qerr e = n < len ? LDQ_NOT_NUMBER : parse_load(buf, &v);
 	switch (e) {
 	case LDQ_OK:
 		if (v < 0.0) {
 			ld_error_at(ld, line, column, "'%s': loads must be >= 0", buf);
 			return;
 		}
+		if (v > LD_MAX_LOAD) {
+			ld_error_at(ld, line, column, "'%s': the load of layer %u, expert %u must be from 0 "
+				    "to " LD_MAX_LOAD_TEXT " (larger loads overflow the per-layer sums)",
+				    buf, row, col);
+			return;
+		}
 		*out = v;
 		*ok = true;
 		return;
 	case LDQ_NONFINITE:
-		ld_error_at(ld, line, column, "'%s' is not a finite number (loads are counts >= 0)", buf);
+		ld_error_at(ld, line, column, "'%s' is not a finite number (loads are counts from 0 to "
+			    LD_MAX_LOAD_TEXT ")", buf);
 		return;
 	case LDQ_RANGE:
-		ld_error_at(ld, line, column, "'%s' is out of range (loads are counts >= 0)", buf);
+		ld_error_at(ld, line, column, "'%s' is out of range (loads are counts from 0 to "
+			    LD_MAX_LOAD_TEXT ")", buf);
 		return;
 	case LDQ_EMPTY:
 	case LDQ_NOT_NUMBER:
@@ -120,7 +156,8 @@ static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int 
 	case LDQ_NO_UNIT:
 		break;
 	}
-	ld_error_at(ld, line, column, "'%s' is not a number (loads are counts >= 0)", buf);
+	ld_error_at(ld, line, column, "'%s' is not a number (loads are counts from 0 to "
+		    LD_MAX_LOAD_TEXT ")", buf);
 }
 
 /* One row per layer, one column per expert; '#' starts a comment (the
@@ -205,7 +242,7 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 			}
 			double v = 0.0;
 			bool ok = false;
-			csv_cell(&ld, a, (size_t)(b - a), line, cell_column, &v, &ok);
+			csv_cell(&ld, a, (size_t)(b - a), line, cell_column, rows, n, &v, &ok);
 			row_ok &= ok;
 			if (!dvec_push(&values, v)) {
 				ld_fail(&ld, MP_ENOMEM);
@@ -318,15 +355,22 @@ static bool read_matrix(struct ld *ld, const yaml_node_t *node, const char *what
 			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[c]);
 			const char *text = ld_scalar(cell);
 			double x = 0.0;
-			enum ld_qerr e = text ? ld_parse_quantity(text, NULL, &x) : LDQ_NOT_NUMBER;
-			if (e != LDQ_OK || x < 0.0) {
+			enum ld_qerr e = text ? parse_load(text, &x) : LDQ_NOT_NUMBER;
+			if (e != LDQ_OK || x < 0.0 || x > LD_MAX_LOAD) {
 				if (text) {
 					char vbuf[48];
 					snprintf(vbuf, sizeof(vbuf), "%.40s", text);
-					ld_error(ld, cell, "%s[%zu][%zu]: expected a load >= 0, got '%s'%s", what, r,
-						 c, vbuf, e == LDQ_NONFINITE ? " (not a finite number)" : "");
+					const char *why = "";
+					if (e == LDQ_NONFINITE) {
+						why = " (not a finite number)";
+					} else if (e == LDQ_RANGE || (e == LDQ_OK && x > LD_MAX_LOAD)) {
+						why = " (larger loads overflow the per-layer sums)";
+					}
+					ld_error(ld, cell, "%s[%zu][%zu]: expected a load from 0 to "
+						 LD_MAX_LOAD_TEXT ", got '%s'%s", what, r, c, vbuf, why);
 				} else {
-					ld_error(ld, cell, "%s[%zu][%zu]: expected a load >= 0, got %s", what, r, c,
+					ld_error(ld, cell, "%s[%zu][%zu]: expected a load from 0 to "
+						 LD_MAX_LOAD_TEXT ", got %s", what, r, c,
 						 ld_kind_name(cell));
 				}
 				ok = false;
@@ -447,6 +491,38 @@ out:
 
 static const char *const loads_keys[] = {"loads", "source", NULL};
 
+/* A placement given where loads are expected (`replan --loads plan.yaml`)
+ * would otherwise get one "unknown field" per key: say what it is, once.
+ * Returns true after reporting. */
+static bool refuse_placement(struct ld *ld, const yaml_node_t *root)
+{
+	const char *kind = NULL;
+	const char *key = NULL;
+	if (ld_has(ld, root, "physical_to_logical_map")) {
+		kind = "an engine's expert map (SGLang's or vLLM's)";
+		key = "physical_to_logical_map";
+	} else if (ld_has(ld, root, "decode") || ld_has(ld, root, "prefill")) {
+		kind = "a moeplan plan";
+		key = ld_has(ld, root, "decode") ? "decode" : "prefill";
+	} else if (ld_has(ld, root, "placement")) {
+		kind = "a moeplan placement";
+		key = "placement";
+	} else if (ld_has(ld, root, "physical_to_logical")) {
+		kind = "a moeplan placement";
+		key = "physical_to_logical";
+	} else if (ld_has(ld, root, "check")) {
+		kind = "a moeplan check report";
+		key = "check";
+	}
+	if (!kind) {
+		return false;
+	}
+	ld_error(ld, root, "this is %s (it has '%s'), not expert loads: pass it as the running "
+		 "placement (replan --plan, check PLAN, simulate --plan) and give observed loads here "
+		 "(a CSV or YAML of [layers][experts] counts, or SGLang's logical_count)", kind, key);
+	return true;
+}
+
 static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
 {
 	const yaml_node_t *root = ld_root(ld);
@@ -466,6 +542,9 @@ static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
 	if (root->type != YAML_MAPPING_NODE) {
 		ld_error(ld, root, "expected loads: a list of rows (one per layer), a mapping with "
 			 "'loads', or SGLang's 'logical_count'; got %s", ld_kind_name(root));
+		return;
+	}
+	if (!ld_has(ld, root, "loads") && refuse_placement(ld, root)) {
 		return;
 	}
 	if (!ld_check_map(ld, root, "", loads_keys)) {
@@ -792,8 +871,89 @@ static void check_gpu_experts(struct ld *ld, const struct map_source *m, const u
 	}
 }
 
-int mp_load_map(const char *path, const char *phase, uint32_t gpus,
-		struct mp_placement *out, struct mp_diags *diags)
+/* Records about a map's ids before the rest are only counted. */
+#define MAP_MAX_PROBLEMS 20u
+
+struct map_problems {
+	struct ld *ld;
+	size_t count;
+};
+
+static void map_problem(struct map_problems *mp, const yaml_node_t *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void map_problem(struct map_problems *mp, const yaml_node_t *node, const char *fmt, ...)
+{
+	mp->count++;
+	if (mp->count > MAP_MAX_PROBLEMS) {
+		ld_fail(mp->ld, MP_EINVAL);
+		return;
+	}
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	ld_error(mp->ld, node, "%s", buf);
+}
+
+/* The ids of a [rows][slots] map against n_experts: ids in range, every
+ * expert with a slot, and (distinct) no expert in two slots of one GPU.
+ * Returns false after reporting every problem. */
+static bool check_ids(struct ld *ld, const struct map_source *m, const uint32_t *ids,
+		      uint32_t rows, uint32_t slots, uint32_t per_gpu, uint32_t n_experts,
+		      bool distinct)
+{
+	/* first[e]: 1 + the first slot holding e on the latest GPU that
+	 * has it, 0 = none in this layer */
+	uint32_t *first = calloc(n_experts, sizeof(*first));
+	if (!first) {
+		ld_fail(ld, MP_ENOMEM);
+		return false;
+	}
+	struct map_problems mp = {.ld = ld};
+	const yaml_node_t *list = m->ids;
+	for (uint32_t l = 0; l < rows; l++) {
+		const yaml_node_t *row = ld_node(ld, list->data.sequence.items.start[l]);
+		memset(first, 0, (size_t)n_experts * sizeof(*first));
+		for (uint32_t s = 0; s < slots; s++) {
+			uint32_t e = ids[(size_t)l * slots + s];
+			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[s]);
+			uint32_t g = s / per_gpu;
+			if (e >= n_experts) {
+				map_problem(&mp, cell, "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is out "
+					    "of range (the model has %u experts, ids 0 to %u)", m->what, l, s, l,
+					    g, s % per_gpu, e, n_experts, n_experts - 1);
+				continue;
+			}
+			if (first[e] == 0 || (first[e] - 1) / per_gpu != g) {
+				/* GPUs come in order: keep e's first slot on this GPU */
+				first[e] = s + 1;
+			} else if (distinct) {
+				/* Worded, at the file level, as `moeplan check` has
+				 * always printed it: scripts and tests match it. */
+				map_problem(&mp, NULL, "layer %u, GPU %u: slot %u (physical %u) holds expert %u, "
+					    "already in slot %u (physical %u) of the same GPU", l, g, s % per_gpu,
+					    s, e, (first[e] - 1) % per_gpu, first[e] - 1);
+			}
+		}
+		for (uint32_t e = 0; e < n_experts; e++) {
+			if (first[e] == 0) {
+				map_problem(&mp, row, "%s[%u]: expert %u has no slot (every expert needs at "
+					    "least one)", m->what, l, e);
+			}
+		}
+	}
+	free(first);
+	if (mp.count > MAP_MAX_PROBLEMS) {
+		ld_error_at(ld, 0, 0, "... and %zu more problems in %s", mp.count - MAP_MAX_PROBLEMS,
+			    m->what);
+	}
+	return mp.count == 0 && ld->status == 0;
+}
+
+static int load_map(const char *path, const char *phase, uint32_t gpus, bool distinct,
+		    struct mp_placement *out, struct mp_diags *diags)
 {
 	struct ld ld;
 	uint32_t *ids = NULL;
@@ -865,38 +1025,12 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 	if (ld.status != 0) {
 		goto done;
 	}
-	/* Every id in range, every expert placed at least once. */
-	unsigned char *placed = calloc(n_experts, 1);
-	if (!placed) {
-		ld_fail(&ld, MP_ENOMEM);
+	/* Every id in range, every expert placed at least once and, when
+	 * distinct, no expert twice on one GPU. Every problem is reported (up
+	 * to MAP_MAX_PROBLEMS records, then one "... and N more"). */
+	if (!check_ids(&ld, &m, ids, rows, slots, per_gpu, n_experts, distinct)) {
 		goto done;
 	}
-	const yaml_node_t *list = m.ids;
-	for (uint32_t l = 0; l < rows; l++) {
-		const yaml_node_t *row = ld_node(&ld, list->data.sequence.items.start[l]);
-		memset(placed, 0, n_experts);
-		bool row_ok = true;
-		for (uint32_t s = 0; s < slots; s++) {
-			uint32_t e = ids[(size_t)l * slots + s];
-			if (e >= n_experts) {
-				ld_error(&ld, ld_node(&ld, row->data.sequence.items.start[s]),
-					 "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is out of range "
-					 "(the model has %u experts, ids 0 to %u)",
-					 m.what, l, s, l, s / per_gpu, s % per_gpu, e, n_experts, n_experts - 1);
-				row_ok = false;
-				continue;
-			}
-			placed[e] = 1;
-		}
-		for (uint32_t e = 0; e < n_experts && row_ok; e++) {
-			if (!placed[e]) {
-				ld_error(&ld, row, "%s[%u]: expert %u has no slot (every expert needs at least one)",
-					 m.what, l, e);
-				break;
-			}
-		}
-	}
-	free(placed);
 	if (ld.status != 0) {
 		goto done;
 	}
@@ -921,4 +1055,16 @@ done:
 	free(ids);
 	mp_placement_finish(&tmp);
 	return rc;
+}
+
+int mp_load_map(const char *path, const char *phase, uint32_t gpus,
+		struct mp_placement *out, struct mp_diags *diags)
+{
+	return load_map(path, phase, gpus, false, out, diags);
+}
+
+int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
+		       struct mp_placement *out, struct mp_diags *diags)
+{
+	return load_map(path, phase, gpus, true, out, diags);
 }

@@ -18,6 +18,13 @@
 #define MAX_KV_BYTES_PER_TOKEN 1e9
 #define MAX_FLOPS 1e18                  /* 1 EFLOP/s per GPU */
 #define MAX_BANDWIDTH 1e15              /* 1 PB/s per GPU */
+/* Smallest non-zero rates: times are bytes / bandwidth and FLOP / peak,
+ * and a rate like 1e-300 makes them overflow to inf (written as null).
+ * 1 MB/s and 1 MFLOP/s are below any memory bus, link or accelerator of
+ * the last four decades, and keep every time finite (the largest byte
+ * or FLOP count, ~1e30, over 1e6 is ~1e24 s). */
+#define MIN_BANDWIDTH 1e6               /* 1 MB/s */
+#define MIN_FLOPS 1e6                   /* 1 MFLOP/s */
 #define MAX_HBM_BYTES 1000000000000000ull
 
 static const char *const model_keys[] = {
@@ -756,6 +763,27 @@ static const char *const hardware_keys[] = {
 	"gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth", NULL,
 };
 
+/* A rate that may be 0 ("none": a compute class the GPU lacks, a link
+ * not given) but otherwise at least min (see MIN_BANDWIDTH). */
+static bool get_rate_or_zero(struct ld *ld, const yaml_node_t *node, const char *field,
+			     const char *kind, double min, const char *min_text, double max,
+			     double *out)
+{
+	double v = *out;
+	if (!ld_get_real(ld, node, field, kind, 0.0, false, max, &v)) {
+		return false;
+	}
+	if (node && v > 0.0 && v < min) {
+		char vbuf[48];
+		snprintf(vbuf, sizeof(vbuf), "%.40s", ld_scalar(node));
+		ld_error(ld, node, "%s: expected 0 (none) or at least %s, got '%s' (smaller rates "
+			 "make step times overflow)", field, min_text, vbuf);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
 void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
 		       struct mp_hardware *out)
 {
@@ -779,9 +807,10 @@ void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
 			bool any = false;
 			bool all_ok = true;
 			for (int i = 0; i < MP_COMPUTE_COUNT; i++) {
-				all_ok &= ld_get_real(ld, ld_get(ld, peaks, peak_keys[i]),
-						      ld_field(field, sizeof(field), sub, peak_keys[i]),
-						      "flop/s", 0.0, false, MAX_FLOPS, &hw.peak_flops[i]);
+				all_ok &= get_rate_or_zero(ld, ld_get(ld, peaks, peak_keys[i]),
+							   ld_field(field, sizeof(field), sub, peak_keys[i]),
+							   "flop/s", MIN_FLOPS, "1 MFLOP/s", MAX_FLOPS,
+							   &hw.peak_flops[i]);
 				any |= hw.peak_flops[i] > 0.0;
 			}
 			if (all_ok && !any) {
@@ -793,16 +822,17 @@ void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
 	ld_get_bytes(ld, ld_require(ld, node, what, "hbm_bytes"), FIELD("hbm_bytes"), 1,
 		     MAX_HBM_BYTES, &hw.hbm_bytes);
 	ld_get_real(ld, ld_require(ld, node, what, "hbm_bandwidth"), FIELD("hbm_bandwidth"),
-		    "bytes/s", 0.0, true, MAX_BANDWIDTH, &hw.hbm_bw_bytes_per_s);
+		    "bytes/s", MIN_BANDWIDTH, false, MAX_BANDWIDTH, &hw.hbm_bw_bytes_per_s);
 	ld_get_u32(ld, ld_require(ld, node, what, "scale_up_domain_gpus"),
 		   FIELD("scale_up_domain_gpus"), 1, MP_MAX_GPUS, &hw.scale_up_domain_gpus);
 	hw.gpus_per_node = hw.scale_up_domain_gpus;
 	ld_get_u32(ld, ld_get(ld, node, "gpus_per_node"), FIELD("gpus_per_node"), 1, MP_MAX_GPUS,
 		   &hw.gpus_per_node);
-	ld_get_real(ld, ld_get(ld, node, "scale_up_bandwidth"), FIELD("scale_up_bandwidth"),
-		    "bytes/s", 0.0, false, MAX_BANDWIDTH, &hw.scale_up_bw_bytes_per_s);
-	ld_get_real(ld, ld_get(ld, node, "scale_out_bandwidth"), FIELD("scale_out_bandwidth"),
-		    "bytes/s", 0.0, false, MAX_BANDWIDTH, &hw.scale_out_bw_bytes_per_s);
+	get_rate_or_zero(ld, ld_get(ld, node, "scale_up_bandwidth"), FIELD("scale_up_bandwidth"),
+			 "bytes/s", MIN_BANDWIDTH, "1 MB/s", MAX_BANDWIDTH, &hw.scale_up_bw_bytes_per_s);
+	get_rate_or_zero(ld, ld_get(ld, node, "scale_out_bandwidth"), FIELD("scale_out_bandwidth"),
+			 "bytes/s", MIN_BANDWIDTH, "1 MB/s", MAX_BANDWIDTH,
+			 &hw.scale_out_bw_bytes_per_s);
 	mp_hardware_finish(out);
 	*out = hw;
 }

@@ -38,7 +38,9 @@ static void load_observed_file(struct ld *ld, const yaml_node_t *node, const cha
 		return;
 	}
 	if (!found) {
-		ld_error(ld, node, "%s: cannot find '%s' (looked for '%s')", field, rel, path);
+		char where[512];
+		ld_error(ld, node, "%s: cannot find '%s' (%s)", field, rel,
+			 ld_looked_in(ld->path, rel, where, sizeof(where)));
 		free(path);
 		return;
 	}
@@ -259,7 +261,9 @@ static void load_hardware(struct ld *ld, const yaml_node_t *node, const char *wh
 		return;
 	}
 	if (!found) {
-		ld_error(ld, node, "%s: cannot find '%s' (looked for '%s')", FIELD("hardware"), rel, path);
+		char where[512];
+		ld_error(ld, node, "%s: cannot find '%s' (%s)", FIELD("hardware"), rel,
+			 ld_looked_in(ld->path, rel, where, sizeof(where)));
 		free(path);
 		return;
 	}
@@ -387,7 +391,9 @@ static void parse_scenario(struct ld *ld, const yaml_node_t *root, struct mp_sce
 			return;
 		}
 		if (!found) {
-			ld_error(ld, model, "model: cannot find '%s' (looked for '%s')", rel, path);
+			char where[512];
+			ld_error(ld, model, "model: cannot find '%s' (%s)", rel,
+				 ld_looked_in(ld->path, rel, where, sizeof(where)));
 			free(path);
 		} else {
 			int rc = mp_load_model(path, &s->model, ld->diags);

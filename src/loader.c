@@ -1364,3 +1364,20 @@ char *ld_resolve_path(const char *base, const char *path, bool *found)
 	}
 	return joined;
 }
+
+const char *ld_looked_in(const char *base, const char *path, char *buf, size_t size)
+{
+	if (path[0] == '/') {
+		snprintf(buf, size, "no such file");
+		return buf;
+	}
+	const char *slash = base && strcmp(base, "-") != 0 ? strrchr(base, '/') : NULL;
+	if (!slash) {
+		snprintf(buf, size, "looked in the current folder");
+		return buf;
+	}
+	/* ld_resolve_path's order: the file's folder, then the current one. */
+	snprintf(buf, size, "looked in '%.*s', the folder of '%s', and in the current folder",
+		 (int)(slash - base + 1), base, slash + 1);
+	return buf;
+}

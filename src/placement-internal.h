@@ -6,7 +6,11 @@
  *                      local search (swaps, replica moves)
  *   placement-mip.c    GLPK packing MIP (representatives formulation) and
  *                      the weighted-split LP
+ *   placement-cfg.c    GLPK configuration LP: bound and LP diving for
+ *                      large layers whose gap stays above 0.5%
  *   placement-eval.c   evaluation of a given map
+ *   placement-topo.c   nodes: node balancing, group-limited placement,
+ *                      EPLB's hierarchical policy
  *
  * Terms as in moeplan/placement.h: E experts, G GPUs, S slots per GPU,
  * N = G * S slots; slot p lives on GPU p / S. An "item" is one replica,
@@ -233,6 +237,35 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool verbose,
 		      double *slot_load, double *gpu_load);
 
+/* --- configuration LP (placement-cfg.c) --- */
+
+/* The gap the solver works to close on every layer: (max - bound) / bound
+ * at most 0.5% (issue 4's target). */
+#define PL_GAP_GOAL 5e-3
+
+/* The configuration LP with replica-count variables, by column generation
+ * (see the source for the model and its dual certificate). With want =
+ * inc->max / (1 + 0.8 (goal - 1)): when the certificate proves that no
+ * plan has max <= want, returns want. Otherwise bisects between lo and
+ * want for the
+ * largest T it proves (lo when none) and then dives in the LP for a plan
+ * with max <= bound * goal: *found tells whether plan got one (better than
+ * inc). inc: the incumbent (its max is the top of the range, its GPU
+ * contents seed the LP). budget: work units (simplex iterations,
+ * glp_get_it_cnt, plus pricing steps / 256). Does nothing (returns lo)
+ * when S > 4 or the LP would exceed 50,000 types. */
+double pl_cfg_close(const struct pl_prob *prob, const struct pl_sol *inc, double lo, double goal,
+		    uint64_t budget, double deadline, bool verbose, struct pl_work *work,
+		    struct pl_sol *plan, bool *found);
+
+/* For a layer whose gap is above PL_GAP_GOAL: pl_cfg_close with the goal
+ * 1 + PL_GAP_GOAL and a budget of 400,000 units times effort; updates
+ * best and *lb, and sets *method (a static string for the layer's method)
+ * when it raised the bound or found a plan, else leaves it. Returns 0 or
+ * MP_ENOMEM. */
+int pl_close_gap(const struct pl_prob *prob, struct pl_sol *best, double *lb, double effort,
+		 bool verbose, double deadline, struct pl_work *work, const char **method);
+
 /* Free this thread's GLPK environment (worker threads call it on exit). */
 void pl_glpk_thread_done(void);
 
@@ -250,5 +283,35 @@ struct pl_triplets {
 
 void pl_trip_add(struct pl_triplets *t, int row, int col, double val);
 void pl_trip_free(struct pl_triplets *t);
+
+/* --- nodes (placement-topo.c) --- */
+
+/* Solve one layer without node structure (placement.c's per-layer driver):
+ * out from mp_placement_alloc for (E, G, S). */
+int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		   const struct mp_place_options *opts, double deadline,
+		   struct mp_layer_placement *out);
+
+/* node_load[G / P], node_max_load and node_mean_load of a placed layer. */
+void pl_fill_nodes(struct mp_layer_placement *lp, const double *w, uint32_t E, uint32_t G,
+		   uint32_t P);
+
+/* MP_NODES_BALANCE on a placed layer: GPUs renumbered into nodes of P and
+ * replicas exchanged between nodes (no GPU above max_load); eps is the
+ * smallest improvement taken. Returns 0 or MP_ENOMEM (lp unchanged). */
+int pl_balance_nodes(uint32_t G, uint32_t S, uint32_t P, double effort, double eps,
+		     struct mp_layer_placement *lp);
+
+/* MP_NODES_GROUP_LIMITED: place a layer with opts->n_groups groups kept
+ * within nodes of opts->gpus_per_node GPUs (shape checked by
+ * pl_check_groups). Returns 0 or MP_ENOMEM. */
+int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		    const struct mp_place_options *opts, double deadline,
+		    struct mp_layer_placement *out);
+
+/* 0 when Q groups of E experts fit nodes of P GPUs x S slots (G GPUs);
+ * else MP_EINVAL with the reason in why. */
+int pl_check_groups(uint32_t E, uint32_t G, uint32_t S, uint32_t P, uint32_t Q, char *why,
+		    size_t why_size);
 
 #endif

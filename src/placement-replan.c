@@ -137,7 +137,17 @@ struct rw {
 	uint32_t *chg;    /* [G] changed GPUs */
 	uint32_t *estamp; /* [E] */
 	uint32_t emark;
+	uint64_t evals;   /* candidate moves evaluated by the current local search */
+	double deadline;  /* the wall-clock safety net of the current layer */
+	bool timed_out;   /* it fired during a local search */
 };
+
+/* Candidate moves one local search may evaluate (counted work, so the
+ * result does not depend on the machine): above what layers of a few
+ * hundred slots use (at most 4N steps of about S(E + 2N) candidates: 6e6
+ * for 256 experts on 64 GPUs x 5), and about 7 s of search on a layer of
+ * 1,024 GPUs x 4 slots, which would otherwise run for many minutes. */
+#define RP_LS_MAX_EVALS 10000000u
 
 static void rs_free(struct rs *st)
 {
@@ -512,8 +522,13 @@ static int local_search(struct rs *st, const struct rp *pr, struct rw *w, uint32
 	uint32_t G = pr->G;
 	uint32_t E = pr->E;
 	size_t max_steps = 4 * (size_t)pr->N + 16;
+	w->evals = 0;
 	for (size_t it = 0; it < max_steps; it++) {
-		if (G < 2 || st->max <= pr->lb + pr->tol) {
+		if (G < 2 || st->max <= pr->lb + pr->tol || w->evals >= RP_LS_MAX_EVALS) {
+			break;
+		}
+		if (now_s() > w->deadline) {
+			w->timed_out = true;
 			break;
 		}
 		uint32_t m = st->order[0];
@@ -533,6 +548,7 @@ static int local_search(struct rs *st, const struct rp *pr, struct rw *w, uint32
 					continue;
 				}
 				eval_reassign(st, pr, w, p, f, &m1, &m2);
+				w->evals++;
 				struct step s = {.p = p, .f = f, .q = UINT32_MAX};
 				consider(&b, st, pr, m1, m2, move_delta(st, pr, m, e, f), budget, s, cur1, cur2);
 			}
@@ -555,6 +571,7 @@ static int local_search(struct rs *st, const struct rp *pr, struct rw *w, uint32
 					continue;
 				}
 				eval_reassign(st, pr, w, p, f, &m1, &m2);
+				w->evals++;
 				struct step s = {.p = p, .f = f, .q = UINT32_MAX};
 				consider(&b, st, pr, m1, m2, move_delta(st, pr, h, e, f), budget, s, cur1, cur2);
 			}
@@ -572,6 +589,7 @@ static int local_search(struct rs *st, const struct rp *pr, struct rw *w, uint32
 					continue; /* the busiest GPU would not get lighter */
 				}
 				eval_swap(st, pr, w, p, q, &m1, &m2);
+				w->evals++;
 				int dm = move_delta(st, pr, m, e, f) + move_delta(st, pr, h, f, e);
 				struct step s = {.p = p, .f = f, .q = q, .e = e};
 				consider(&b, st, pr, m1, m2, dm, budget, s, cur1, cur2);
@@ -707,58 +725,126 @@ out:
 	return rc;
 }
 
+/* overlap[h][g]: slots of new GPU h whose expert old GPU g held (as
+ * multisets: a second copy on h counts only if g held two). */
+static double overlap(const struct rp *pr, const uint32_t *map, uint32_t h, uint32_t g)
+{
+	uint32_t S = pr->S;
+	double keep = 0;
+	for (uint32_t i = h * S; i < (h + 1) * S; i++) {
+		uint32_t e = map[i];
+		uint32_t seen = 0;
+		for (uint32_t j = h * S; j < i; j++) {
+			seen += map[j] == e;
+		}
+		if (seen < cnt_get(pr->ocnt, pr, g, e)) {
+			keep += 1;
+		}
+	}
+	return keep;
+}
+
+/* Many GPUs: each new GPU in turn takes the free old GPU it overlaps most
+ * (lowest index on ties, the lowest free GPU when it overlaps none). Only
+ * old GPUs that hold one of its experts are looked at (an index from
+ * expert to old GPUs), so time and memory grow with N, not G^2. */
+static int relabel_greedy(const struct rp *pr, const uint32_t *map, uint32_t *assign)
+{
+	uint32_t G = pr->G;
+	uint32_t S = pr->S;
+	uint32_t E = pr->E;
+	uint32_t N = pr->N;
+	uint32_t *head = calloc((size_t)E + 1, sizeof(*head));
+	uint32_t *list = malloc(sizeof(*list) * N);
+	uint32_t *stamp = calloc(G, sizeof(*stamp));
+	unsigned char *taken = calloc(G, 1);
+	int rc = MP_ENOMEM;
+	if (!head || !list || !stamp || !taken) {
+		goto out;
+	}
+	for (uint32_t p = 0; p < N; p++) {
+		head[pr->orig[p] + 1]++;
+	}
+	for (uint32_t e = 0; e < E; e++) {
+		head[e + 1] += head[e];
+	}
+	for (uint32_t p = 0; p < N; p++) {
+		/* slots in ascending order: each expert's GPUs come out sorted */
+		uint32_t e = pr->orig[p];
+		list[head[e]++] = p / S;
+	}
+	for (uint32_t e = E; e > 0; e--) {
+		head[e] = head[e - 1];
+	}
+	head[0] = 0;
+	uint32_t lowest_free = 0;
+	for (uint32_t h = 0; h < G; h++) {
+		uint32_t pick = UINT32_MAX;
+		double best = 0;
+		for (uint32_t i = h * S; i < (h + 1) * S; i++) {
+			uint32_t e = map[i];
+			for (uint32_t k = head[e]; k < head[e + 1]; k++) {
+				uint32_t g = list[k];
+				if (taken[g] || stamp[g] == h + 1) {
+					continue;
+				}
+				stamp[g] = h + 1;
+				double keep = overlap(pr, map, h, g);
+				if (keep > best || (keep == best && keep > 0 && g < pick)) {
+					best = keep;
+					pick = g;
+				}
+			}
+		}
+		if (pick == UINT32_MAX) {
+			while (taken[lowest_free]) {
+				lowest_free++;
+			}
+			pick = lowest_free;
+		}
+		taken[pick] = 1;
+		assign[h] = pick;
+	}
+	rc = 0;
+out:
+	free(head);
+	free(list);
+	free(stamp);
+	free(taken);
+	return rc;
+}
+
 /* Relabel the GPUs of a plan (map[N]) to keep as many experts in place as
- * possible, then canonicalise its slots: out[N]. */
+ * possible, then canonicalise its slots: out[N]. Up to
+ * RP_HUNGARIAN_MAX_GPUS GPUs the assignment is optimal (Hungarian method
+ * on a G x G matrix); beyond, greedy over an expert index. */
 static int relabel(const struct rp *pr, const uint32_t *map, uint32_t *out, unsigned char *used)
 {
 	uint32_t G = pr->G;
 	uint32_t S = pr->S;
-	double *cost = malloc(sizeof(*cost) * (size_t)G * G);
+	double *cost = NULL;
 	uint32_t *assign = malloc(sizeof(*assign) * G);
 	uint32_t *set = malloc(sizeof(*set) * pr->N);
 	int rc = MP_ENOMEM;
-	if (!cost || !assign || !set) {
+	if (!assign || !set) {
 		goto out;
 	}
-	/* overlap[h][g]: experts new GPU h shares with old GPU g (multisets) */
-	for (uint32_t h = 0; h < G; h++) {
-		for (uint32_t g = 0; g < G; g++) {
-			double keep = 0;
-			for (uint32_t i = h * S; i < (h + 1) * S; i++) {
-				uint32_t e = map[i];
-				uint32_t seen = 0;
-				for (uint32_t j = h * S; j < i; j++) {
-					seen += map[j] == e;
-				}
-				if (seen < cnt_get(pr->ocnt, pr, g, e)) {
-					keep += 1;
-				}
-			}
-			cost[(size_t)h * G + g] = -keep;
-		}
-	}
 	if (G <= RP_HUNGARIAN_MAX_GPUS) {
-		rc = hungarian(cost, G, assign);
-		if (rc) {
-			goto out;
-		}
-	} else {
-		/* greedy: each new GPU in turn takes the free old GPU it overlaps most */
-		unsigned char *taken = calloc(G, 1);
-		if (!taken) {
+		cost = malloc(sizeof(*cost) * (size_t)G * G);
+		if (!cost) {
 			goto out;
 		}
 		for (uint32_t h = 0; h < G; h++) {
-			uint32_t pick = UINT32_MAX;
 			for (uint32_t g = 0; g < G; g++) {
-				if (!taken[g] && (pick == UINT32_MAX || cost[(size_t)h * G + g] < cost[(size_t)h * G + pick])) {
-					pick = g;
-				}
+				cost[(size_t)h * G + g] = -overlap(pr, map, h, g);
 			}
-			taken[pick] = 1;
-			assign[h] = pick;
 		}
-		free(taken);
+		rc = hungarian(cost, G, assign);
+	} else {
+		rc = relabel_greedy(pr, map, assign);
+	}
+	if (rc) {
+		goto out;
 	}
 	for (uint32_t h = 0; h < G; h++) {
 		memcpy(set + (size_t)assign[h] * S, map + (size_t)h * S, sizeof(*set) * S);
@@ -1236,6 +1322,7 @@ struct layer_work {
 	uint32_t K;
 	uint32_t pick;       /* moves the budget split allots (a point of the curve) */
 	uint32_t budget;     /* moves the layer may use: pick plus what earlier layers left */
+	bool timed_out;      /* the safety net stopped one of its local searches */
 };
 
 static double layer_cost(const struct mp_replan_options *o, double mean, double max, uint32_t moves)
@@ -1869,7 +1956,10 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
 				goto out;
 			}
 		}
+		w.deadline = now_s() + opts->time_limit_s;
+		w.timed_out = false;
 		rc = layer_curve(lw, &raw.layers[l], &st, &w, used);
+		lw->timed_out = w.timed_out;
 		if (rc) {
 			goto out;
 		}
@@ -1924,10 +2014,16 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
 			avail = lw->pick;
 		}
 		lw->budget = (uint32_t)(avail < N ? avail : N);
-		rc = layer_plan(lw, opts, mean, now_s() + opts->time_limit_s, &st, &w, used, &c, &bound,
-				&status);
+		w.deadline = now_s() + opts->time_limit_s;
+		w.timed_out = false;
+		rc = layer_plan(lw, opts, mean, w.deadline, &st, &w, used, &c, &bound, &status);
 		if (rc) {
 			goto out;
+		}
+		if (w.timed_out || lw->timed_out) {
+			/* a local search stopped on the clock: the plan is valid but
+			 * may depend on machine speed */
+			status = MP_PLACE_TIME_LIMIT;
 		}
 		spent += c.moves;
 		rc = eval_into(c.map, lw->pr.w, current, &res.after.layers[l]);

@@ -73,6 +73,8 @@ void mp_place_options_init(struct mp_place_options *opts)
 	opts->threads = 0;
 	opts->split = MP_SPLIT_EVEN;
 	opts->gpus_per_node = 0;
+	opts->node_policy = MP_NODES_REPORT;
+	opts->n_groups = 0;
 	opts->verbose = false;
 	opts->target_gap = 0.0;
 	opts->progress = NULL;
@@ -441,6 +443,19 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		}
 	}
 done:
+	if (status != MP_PLACE_OPTIMAL && prob.N > PL_MIP_MAX_ITEMS && !work.timed_out
+	    && best.max > lb * (1 + PL_GAP_GOAL) && (best.max - lb) / best.max > opts->target_gap) {
+		/* A layer too large for the packing MIP whose gap is still above
+		 * 0.5%: the configuration LP (bound and plan). */
+		const char *m = NULL;
+		rc = pl_close_gap(&prob, &best, &lb, opts->effort, opts->verbose, deadline, &work, &m);
+		if (rc != 0) {
+			goto out;
+		}
+		if (m) {
+			method = m;
+		}
+	}
 	if (status != MP_PLACE_OPTIMAL || method == M_MIP_OPT) {
 		/* Lower the second busiest GPU without touching the max. */
 		pl_improve(&prob, &best, &work, deadline);
@@ -497,16 +512,35 @@ out:
 	return rc;
 }
 
-static void fill_nodes(struct mp_layer_placement *lp, uint32_t gpus, uint32_t per_node)
+int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		   const struct mp_place_options *opts, double deadline,
+		   struct mp_layer_placement *out)
 {
-	uint32_t nodes = gpus / per_node;
-	for (uint32_t n = 0; n < nodes; n++) {
-		double s = 0;
-		for (uint32_t g = n * per_node; g < (n + 1) * per_node; g++) {
-			s += lp->gpu_load[g];
+	return solve_layer(w, E, G, S, opts, deadline, out);
+}
+
+/* One layer under the node policy. */
+static int place_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		       const struct mp_place_options *opts, double deadline,
+		       struct mp_layer_placement *out)
+{
+	uint32_t P = opts->gpus_per_node;
+	int rc;
+	if (P != 0 && opts->node_policy == MP_NODES_GROUP_LIMITED) {
+		rc = pl_solve_groups(w, E, G, S, opts, deadline, out);
+	} else {
+		rc = solve_layer(w, E, G, S, opts, deadline, out);
+		if (rc == 0 && P != 0 && opts->node_policy == MP_NODES_BALANCE
+		    && out->max_load > 0) {
+			struct pl_prob prob;
+			pl_prob_init(&prob, w, E, G, S);
+			rc = pl_balance_nodes(G, S, P, opts->effort, prob.eps, out);
 		}
-		lp->node_load[n] = s;
 	}
+	if (rc == 0 && out->node_load && P != 0) {
+		pl_fill_nodes(out, w, E, G, P);
+	}
+	return rc;
 }
 
 /* --- worker threads --- */
@@ -538,11 +572,8 @@ static void run_layers(struct job *job)
 		uint32_t l = job->next++;
 		pthread_mutex_unlock(&job->mu);
 		struct mp_layer_placement *lp = &job->out->layers[l];
-		int rc = solve_layer(mp_loads_row(job->loads, l), job->loads->n_experts, job->gpus,
+		int rc = place_layer(mp_loads_row(job->loads, l), job->loads->n_experts, job->gpus,
 				     job->slots_per_gpu, job->opts, job->deadline, lp);
-		if (rc == 0 && lp->node_load) {
-			fill_nodes(lp, job->gpus, job->opts->gpus_per_node);
-		}
 		pthread_mutex_lock(&job->mu);
 		job->done++;
 		if (rc != 0 && job->err == 0) {
@@ -612,6 +643,19 @@ static int check_shape(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu
 				    "%u GPUs do not divide into nodes of %u GPUs", gpus,
 				    opts->gpus_per_node);
 	}
+	if (opts && opts->node_policy != MP_NODES_REPORT && opts->gpus_per_node == 0) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "node policy %s needs GPUs per node",
+				    mp_node_policy_name(opts->node_policy));
+	}
+	if (opts && opts->node_policy == MP_NODES_GROUP_LIMITED) {
+		char why[200];
+		if (pl_check_groups(n_experts, gpus, slots_per_gpu, opts->gpus_per_node,
+				    opts->n_groups, why, sizeof(why)) != 0) {
+			return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL, "group-limited placement: %s",
+					    why);
+		}
+	}
 	if (opts && !(opts->time_limit_s >= 0)) {
 		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
 				    "time limit %g s must be >= 0", opts->time_limit_s);
@@ -651,6 +695,8 @@ int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu
 	}
 	if (opts->gpus_per_node != 0) {
 		p.gpus_per_node = opts->gpus_per_node;
+		p.node_policy = opts->node_policy;
+		p.n_groups = opts->node_policy == MP_NODES_GROUP_LIMITED ? opts->n_groups : 0;
 		for (uint32_t l = 0; l < p.n_layers; l++) {
 			p.layers[l].node_load = calloc(gpus / opts->gpus_per_node, sizeof(double));
 			if (!p.layers[l].node_load) {
@@ -749,7 +795,7 @@ struct one_job {
 static void *one_worker(void *arg)
 {
 	struct one_job *j = arg;
-	j->rc = solve_layer(j->w, j->E, j->G, j->S, j->opts, j->deadline, j->out);
+	j->rc = place_layer(j->w, j->E, j->G, j->S, j->opts, j->deadline, j->out);
 	pl_glpk_thread_done();
 	return NULL;
 }
@@ -780,10 +826,7 @@ int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus, uint32_t 
 	if (pthread_create(&tid, NULL, one_worker, &j) == 0) {
 		pthread_join(tid, NULL);
 	} else {
-		j.rc = solve_layer(w, n_experts, gpus, slots_per_gpu, opts, j.deadline, out);
-	}
-	if (j.rc == 0 && out->node_load && opts->gpus_per_node != 0) {
-		fill_nodes(out, gpus, opts->gpus_per_node);
+		j.rc = place_layer(w, n_experts, gpus, slots_per_gpu, opts, j.deadline, out);
 	}
 	return j.rc;
 }

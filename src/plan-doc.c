@@ -23,6 +23,10 @@ struct mp_doc *mp_placement_to_doc(const struct mp_placement *p, const uint32_t 
 	mp_doc_put_int(doc, "n_experts", p->n_experts);
 	if (p->gpus_per_node > 0) {
 		mp_doc_put_int(doc, "gpus_per_node", p->gpus_per_node);
+		mp_doc_put_string(doc, "node_policy", mp_node_policy_name(p->node_policy));
+		if (p->node_policy == MP_NODES_GROUP_LIMITED) {
+			mp_doc_put_int(doc, "n_groups", p->n_groups);
+		}
 	}
 	struct mp_doc *layers = mp_doc_list();
 	for (uint32_t l = 0; l < p->n_layers; l++) {
@@ -34,6 +38,8 @@ struct mp_doc *mp_placement_to_doc(const struct mp_placement *p, const uint32_t 
 		mp_doc_put(ld, "gpu_load", mp_doc_reals(lp->gpu_load, p->gpus));
 		if (p->gpus_per_node > 0 && lp->node_load) {
 			mp_doc_put(ld, "node_load", mp_doc_reals(lp->node_load, p->gpus / p->gpus_per_node));
+			mp_doc_put_real(ld, "node_max_load", lp->node_max_load);
+			mp_doc_put_real(ld, "node_mean_load", lp->node_mean_load);
 		}
 		mp_doc_put_real(ld, "max_load", lp->max_load);
 		mp_doc_put_real(ld, "mean_load", lp->mean_load);

@@ -192,6 +192,12 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
 	    out->ep % spec->hardware.gpus_per_node == 0) {
 		place.gpus_per_node = spec->hardware.gpus_per_node;
+		/* Several nodes: balance them after the busiest GPU (it never
+		 * changes the busiest GPU, and scale-out links are the slow
+		 * ones). */
+		if (out->ep / place.gpus_per_node > 1 && place.node_policy == MP_NODES_REPORT) {
+			place.node_policy = MP_NODES_BALANCE;
+		}
 	}
 	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);
 	if (rc) {

@@ -19,6 +19,8 @@
 
 #include "moeplan/loader.h"
 
+#include "cli-run.h"
+
 /* |a - b| <= tol * |b| */
 static void assert_close(double a, double b, double tol)
 {
@@ -935,6 +937,179 @@ static void loader__traffic_files(void **state)
 	mp_diags_finish(&d);
 }
 
+/* A text into a new temporary file with the given suffix (heap path). */
+static char *write_text_file(const char *text, const char *suffix)
+{
+	char tmpl[] = "/tmp/moeplan-test-loaderXXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	size_t n = strlen(text);
+	assert_int_equal(write(fd, text, n), (ssize_t)n);
+	close(fd);
+	size_t size = strlen(tmpl) + strlen(suffix) + 1;
+	char *path = malloc(size);
+	assert_non_null(path);
+	snprintf(path, size, "%s%s", tmpl, suffix);
+	assert_int_equal(rename(tmpl, path), 0);
+	return path;
+}
+
+/* A load that underflows (1e-320 is below DBL_MIN ~2.2e-308, so strtod
+ * says ERANGE) is a valid tiny load: kept as the subnormal double, or 0
+ * below the smallest subnormal (~4.9e-324). Overflow stays refused. */
+static void loader__tiny_loads_are_accepted(void **state)
+{
+	(void)state;
+	static const char *const texts[][2] = {
+		{"1e-320,1\n1e-400,2\n", ".csv"},
+		{"loads:\n- [1e-320, 1]\n- [1e-400, 2]\n", ".yaml"},
+	};
+	for (size_t i = 0; i < 2; i++) {
+		char *path = write_text_file(texts[i][0], texts[i][1]);
+		struct mp_loads l;
+		struct mp_diags d;
+		mp_loads_init(&l);
+		mp_diags_init(&d);
+		int rc = mp_load_loads(path, &l, &d);
+		print_diags(&d);
+		assert_int_equal(rc, 0);
+		assert_int_equal(l.n_layers, 2);
+		assert_int_equal(l.n_experts, 2);
+		/* 1e-320 is subnormal: above 0, below the smallest normal. */
+		assert_true(l.w[0] > 0.0 && l.w[0] < 2.2250738585072014e-308);
+		assert_true(l.w[0] > 9.9e-321 && l.w[0] < 1.01e-320);
+		assert_true(l.w[2] == 0.0);
+		assert_true(l.w[3] == 2.0);
+		mp_loads_finish(&l);
+		mp_diags_finish(&d);
+		unlink(path);
+		free(path);
+	}
+}
+
+/* A plan, placement or engine map given where loads are expected gets one
+ * error saying what it is, not one "unknown field" per key. */
+static void loader__plan_as_loads_is_one_error(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *path;
+		const char *says;
+	} cases[] = {
+		{"tests/data/maps/eplb-plan.yaml", "this is a moeplan plan (it has 'decode')"},
+		{"tests/data/maps/eplb-placement.yaml", "this is a moeplan placement"},
+		{"tests/data/maps/eplb-sglang.json", "this is an engine's expert map"},
+		{"tests/data/maps/eplb-vllm.json", "this is an engine's expert map"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mp_loads l;
+		struct mp_diags d;
+		mp_loads_init(&l);
+		mp_diags_init(&d);
+		assert_int_equal(mp_load_loads(cases[i].path, &l, &d), MP_EINVAL);
+		if (d.count != 1 || !strstr(d.items[0].message, cases[i].says) ||
+		    !strstr(d.items[0].message, "not expert loads")) {
+			print_diags(&d);
+			fail_msg("%s: expected one error saying '%s'", cases[i].path, cases[i].says);
+		}
+		mp_loads_finish(&l);
+		mp_diags_finish(&d);
+	}
+}
+
+/* mp_load_map_strict reports every problem of every kind; mp_load_map
+ * (engines' maps may keep an expert twice on a GPU) only the missing
+ * experts. tests/data/bad/map-dup-and-missing.yaml by hand: 2 GPUs x 2
+ * slots, 4 experts; layer 0 [0, 0 | 2, 3]: expert 0 twice on GPU 0,
+ * expert 1 nowhere; layer 1 [0, 1 | 3, 3]: expert 3 twice on GPU 1,
+ * expert 2 nowhere; layer 2 is fine. */
+static void loader__map_reports_every_problem(void **state)
+{
+	(void)state;
+	const char *path = "tests/data/bad/map-dup-and-missing.yaml";
+	static const char *const expected[] = {
+		"tests/data/bad/map-dup-and-missing.yaml: error: layer 0, GPU 0: slot 1 (physical 1) "
+		"holds expert 0, already in slot 0 (physical 0) of the same GPU",
+		"tests/data/bad/map-dup-and-missing.yaml:7:3: error: physical_to_logical[0]: expert 1 "
+		"has no slot (every expert needs at least one)",
+		"tests/data/bad/map-dup-and-missing.yaml: error: layer 1, GPU 1: slot 1 (physical 3) "
+		"holds expert 3, already in slot 0 (physical 2) of the same GPU",
+		"tests/data/bad/map-dup-and-missing.yaml:8:3: error: physical_to_logical[1]: expert 2 "
+		"has no slot (every expert needs at least one)",
+	};
+	struct mp_placement p;
+	struct mp_diags d;
+	mp_placement_init(&p);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map_strict(path, NULL, 0, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 4);
+	for (size_t i = 0; i < 4; i++) {
+		struct mp_diags one = {.items = &d.items[i], .count = 1};
+		char *got = first_diag(&one);
+		assert_string_equal(got, expected[i]);
+		free(got);
+	}
+	mp_diags_finish(&d);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map(path, NULL, 0, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 2);
+	assert_non_null(strstr(d.items[1].message, "expert 2 has no slot"));
+	mp_diags_finish(&d);
+
+	/* Capped: one layer of 64 slots on 2 GPUs, all expert 0, is 31
+	 * repeats on each GPU = 62 problems: 20 records, then "... and 42
+	 * more". The lenient loader takes it (one expert, placed). */
+	char text[512];
+	size_t len = (size_t)snprintf(text, sizeof(text), "[[0");
+	for (int i = 1; i < 64; i++) {
+		len += (size_t)snprintf(text + len, sizeof(text) - len, ", 0");
+	}
+	snprintf(text + len, sizeof(text) - len, "]]\n");
+	char *bare = write_text_file(text, ".json");
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map_strict(bare, NULL, 2, &p, &d), MP_EINVAL);
+	assert_int_equal(d.count, 21);
+	assert_non_null(strstr(d.items[19].message, "layer 0, GPU 0: slot 20 (physical 20) holds "
+						    "expert 0, already in slot 0"));
+	assert_string_equal(d.items[20].message, "... and 42 more problems in physical_to_logical");
+	mp_diags_finish(&d);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map(bare, NULL, 2, &p, &d), 0);
+	assert_int_equal(p.gpus, 2);
+	assert_int_equal(p.slots_per_gpu, 32);
+	mp_diags_finish(&d);
+	mp_placement_finish(&p);
+	unlink(bare);
+	free(bare);
+}
+
+/* Overflow must not reach an output as null: loads too large to sum are
+ * refused at line:col (tests/data/bad/loads-huge.*), and `fit` names the
+ * options and their range. By hand: DeepSeek-V4.1-Flash keeps 890 B of KV
+ * per token (the article), so a request at 1e12 tokens holds 8.9e14 B;
+ * 2^64 B / 8.9e14 B = 20,726.7, so --requests may be at most 20726. */
+static void loader__overflow_names_field_and_range(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("place", "tests/data/bad/loads-huge.csv", "--gpus", "1",
+				      "--slots", "3", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "tests/data/bad/loads-huge.csv:3:3: error: '1.7e308': the load "
+				      "of layer 1, expert 1 must be from 0 to 1e18"));
+	cli_result_free(&r);
+	r = cli_run("fit", "--model", "plans/models/deepseek-v4.1-flash.yaml", "--hardware",
+		    "hardware/gb200-nvl72.yaml", "--ep", "72", "--requests", "1e9", "--context", "1e12",
+		    NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "--requests 1e+09 at --context 1e+12 tokens needs 8.9e+23 B of "
+				      "KV cache per GPU (8.9e+14 B per request)"));
+	assert_non_null(strstr(r.err, "--requests must be at most 20726\n"));
+	assert_null(strstr(r.err, "out of memory"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -955,6 +1130,10 @@ int main(void)
 		cmocka_unit_test(loader__trace_scenarios),
 		cmocka_unit_test(loader__inline_scenario),
 		cmocka_unit_test(loader__traffic_files),
+		cmocka_unit_test(loader__tiny_loads_are_accepted),
+		cmocka_unit_test(loader__plan_as_loads_is_one_error),
+		cmocka_unit_test(loader__map_reports_every_problem),
+		cmocka_unit_test(loader__overflow_names_field_and_range),
 	};
 	return cmocka_run_group_tests(tests, to_source_root, NULL);
 }

@@ -725,6 +725,23 @@ static void replan__cli_output_is_deterministic(void **state)
 	unlink(old);
 }
 
+/* `replan --loads PLAN` (a plan where loads belong) is one error that
+ * says what the file is, not one "unknown field" per key. */
+static void replan__cli_plan_given_as_loads(void **state)
+{
+	(void)state;
+	const char *plan = src_path("tests/data/maps/eplb-plan.yaml");
+	struct cli_result r = cli_run("replan", "--plan", plan, "--loads", plan, NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	const char *nl = strchr(r.err, '\n');
+	assert_non_null(nl);
+	assert_string_equal(nl + 1, ""); /* exactly one line */
+	assert_non_null(strstr(r.err, "eplb-plan.yaml:3:1: error: this is a moeplan plan (it has "
+				      "'decode'), not expert loads: pass it as the running placement"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -742,6 +759,7 @@ int main(void)
 		cmocka_unit_test(replan__cli_bare_map),
 		cmocka_unit_test(replan__quarter_budget_recovers_most),
 		cmocka_unit_test(replan__cli_output_is_deterministic),
+		cmocka_unit_test(replan__cli_plan_given_as_loads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -355,6 +356,66 @@ static void report__bad_destinations_leave_no_output(void **state)
 	assert_int_not_equal(stat(plan, &st), 0);
 }
 
+/* Entries of a folder other than . and .. */
+static int count_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	assert_non_null(d);
+	int n = 0;
+	for (struct dirent *e = readdir(d); e; e = readdir(d)) {
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+			n++;
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* -o that cannot be written says why (strerror of the failing call, not
+ * "input/output error"), exits 1 and leaves nothing behind. */
+static void report__write_errors_say_why(void **state)
+{
+	(void)state;
+	char where[] = "/tmp/moeplan-test-writeXXXXXX";
+	assert_non_null(mkdtemp(where));
+	char missing[256];
+	snprintf(missing, sizeof(missing), "%s/no-such-folder/plan.yaml", where);
+	const char *loads = src_path("tests/data/placement/eplb-example.csv");
+	static const char *const formats[] = {"yaml", "json"};
+	for (size_t i = 0; i < 2; i++) {
+		struct cli_result r = cli_run("place", loads, "--gpus", "4", "--slots", "16", "-q",
+					      "--format", formats[i], "-o", where, NULL);
+		assert_int_equal(r.status, 1);
+		assert_string_equal(r.out, "");
+		char want[400];
+		snprintf(want, sizeof(want), "moeplan: %s: cannot write: Is a directory\n", where);
+		assert_string_equal(r.err, want);
+		cli_result_free(&r);
+		r = cli_run("place", loads, "--gpus", "4", "--slots", "16", "-q", "--format", formats[i],
+			    "-o", missing, NULL);
+		assert_int_equal(r.status, 1);
+		snprintf(want, sizeof(want), "moeplan: %s: cannot write: No such file or directory\n",
+			 missing);
+		assert_string_equal(r.err, want);
+		cli_result_free(&r);
+	}
+	if (geteuid() != 0) {
+		/* root may write anywhere: only checked for other users */
+		assert_int_equal(chmod(where, 0500), 0);
+		char inside[256];
+		snprintf(inside, sizeof(inside), "%s/plan.yaml", where);
+		struct cli_result r = cli_run("place", loads, "--gpus", "4", "--slots", "16", "-q",
+					      "-o", inside, NULL);
+		assert_int_equal(r.status, 1);
+		assert_non_null(strstr(r.err, "cannot write: Permission denied"));
+		cli_result_free(&r);
+		assert_int_equal(chmod(where, 0700), 0);
+	}
+	/* no temporary or partial file left in the folder */
+	assert_int_equal(count_entries(where), 0);
+	assert_int_equal(rmdir(where), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +423,7 @@ int main(void)
 		cmocka_unit_test(report__heatmap_before_is_one_replica_per_expert_round_robin),
 		cmocka_unit_test(report__roofline_marks_ridge_point_and_t_star),
 		cmocka_unit_test(report__bad_destinations_leave_no_output),
+		cmocka_unit_test(report__write_errors_say_why),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

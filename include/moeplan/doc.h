@@ -78,13 +78,15 @@ void mp_doc_format_real(double value, char *buf, size_t size);
  * /dev/null, a FIFO) is written in place, never replaced; a directory is
  * MP_EIO. A temporary file in progress is registered so that
  * mp_output_abort_all() (safe to call from a signal handler) can unlink it.
- * Returns 0, the callback's error, or MP_EIO. */
+ * Returns 0, the callback's error, or MP_EIO; on MP_EIO errno holds the
+ * failing system call's reason (EISDIR, ENOENT, EACCES, ...). */
 int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void *user);
 
 /** Unlink any temporary output file in progress (async-signal-safe). */
 void mp_output_abort_all(void);
 
-/** Write doc to path atomically, as JSON when json is true else YAML. */
+/** Write doc to path atomically, as JSON when json is true else YAML.
+ * Returns as mp_write_atomic (errno set on MP_EIO). */
 int mp_doc_save(const struct mp_doc *doc, const char *path, bool json);
 
 #ifdef __cplusplus

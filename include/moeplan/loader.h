@@ -54,8 +54,11 @@ int mp_load_traffic(const char *path, struct mp_traffic *out, struct mp_diags *d
  * column per expert, '#' comments, first comment kept as source), a YAML
  * or JSON list of lists, a mapping with `loads:`, or SGLang's
  * `{"logical_count": ...}` with shape [layers][experts] or
- * [windows][layers][experts] (windows summed). Values must be finite and
- * >= 0; rows must have equal length. */
+ * [windows][layers][experts] (windows summed). Values must be from 0 to
+ * 1e18 (larger ones would overflow per-layer sums; a value that underflows,
+ * like 1e-320, is taken as the subnormal or 0 it rounds to); rows must have
+ * equal length. A moeplan plan or placement, or an engine's map, is
+ * refused with one error saying what the file is. */
 int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags);
 
 /** A physical-to-logical map: a moeplan plan (its decode phase, or the
@@ -70,6 +73,15 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
  * plan's count) and each layer's slot_expert; loads/bounds left zero. */
 int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 		struct mp_placement *out, struct mp_diags *diags);
+
+/** mp_load_map, also refusing a map that puts one logical expert in two
+ * slots of one GPU (moeplan's own rule; engines' maps may break it, so
+ * mp_load_map takes them). Every problem with the ids is reported, each
+ * at its line:col naming layer, GPU and slot (ids out of range, experts
+ * twice on a GPU, experts with no slot): up to 20 records, then one
+ * "... and N more problems". Returns 0 or MP_EINVAL (or MP_ENOMEM). */
+int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
+		       struct mp_placement *out, struct mp_diags *diags);
 
 /** Parse a quantity with an optional unit into SI base units. kind is
  * "bytes" (B, kB, MB, GB, TB, PB = 1e3^n; KiB, MiB, GiB, TiB, PiB =

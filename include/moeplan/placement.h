@@ -46,6 +46,31 @@ enum mp_split {
 	MP_SPLIT_WEIGHTED, /**< replicas may carry unequal shares (weighted routing) */
 };
 
+/* What the node structure (mp_place_options.gpus_per_node) does to the
+ * plan. Nodes are consecutive GPUs: node n holds GPUs n*P .. n*P+P-1 for P
+ * GPUs per node. */
+enum mp_node_policy {
+	MP_NODES_REPORT = 0,    /**< node loads are reported; the placement ignores nodes */
+	MP_NODES_BALANCE,       /**< second objective: among plans with the same GPU loads, the
+				     busiest node as light as possible. GPUs are assigned to nodes
+				     (identical GPUs, so the busiest GPU does not change), then
+				     replicas are swapped between nodes while no GPU exceeds the
+				     busiest GPU's load. Load moves between nodes through replicas
+				     (an expert's replicas may sit on several nodes), unlike EPLB's
+				     hierarchical policy */
+	MP_NODES_GROUP_LIMITED, /**< every replica of a group's experts stays on one node, so a
+				     token routed to topk_groups groups reaches at most that many
+				     nodes (DeepSeek-V3's node-limited routing: 8 groups, top-4).
+				     Groups are n_groups blocks of E / n_groups consecutive experts
+				     (expert e in group e / (E / n_groups)); each node holds
+				     n_groups / nodes groups; every node's experts are placed on its
+				     GPUs by the solver. The bound is valid for every assignment of
+				     groups to nodes */
+};
+
+/** Name used in plans: "report", "balance", "group_limited". */
+const char *mp_node_policy_name(enum mp_node_policy policy);
+
 /* Every search is bounded by counted work (moves of the local search, GLPK
  * simplex iterations and branch-and-bound nodes), sized from the layer's
  * shape and scaled by `effort`, so that the plan depends only on the loads,
@@ -60,6 +85,10 @@ struct mp_place_options {
 	unsigned threads;       /**< worker threads over layers; 0 = number of CPUs; default 0 */
 	enum mp_split split;    /**< default MP_SPLIT_EVEN */
 	uint32_t gpus_per_node; /**< 0 = no node structure; else G % gpus_per_node == 0 */
+	enum mp_node_policy node_policy; /**< with gpus_per_node; default MP_NODES_REPORT */
+	uint32_t n_groups;      /**< expert groups for MP_NODES_GROUP_LIMITED: divides E, and the
+				     number of nodes divides it; each node's GPUs must have at least
+				     as many slots as its experts, and at most that many per GPU */
 	bool verbose;           /**< let GLPK print its log to stderr */
 	double target_gap;      /**< stop when (max - bound) / bound <= this; default 0 */
 	/** Optional progress callback, called from the calling thread after each
@@ -86,6 +115,8 @@ struct mp_layer_placement {
 	double seconds;        /**< wall time spent on this layer */
 	double *node_load;     /**< [gpus / gpus_per_node] sum of each node's GPU loads, or NULL
 				    when no node structure was given (mp_place with gpus_per_node) */
+	double node_max_load;  /**< busiest node (0 without nodes) */
+	double node_mean_load; /**< sum w / nodes: a lower bound on the busiest node (0 without nodes) */
 };
 
 /** A placement of every layer. */
@@ -95,6 +126,8 @@ struct mp_placement {
 	uint32_t gpus;
 	uint32_t slots_per_gpu;
 	uint32_t gpus_per_node; /**< 0 = no node structure; else layers carry node_load */
+	enum mp_node_policy node_policy; /**< as placed (mp_place_options.node_policy) */
+	uint32_t n_groups;      /**< expert groups kept within nodes (MP_NODES_GROUP_LIMITED), else 0 */
 	struct mp_layer_placement *layers; /**< [n_layers] */
 };
 
@@ -146,6 +179,20 @@ double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
  * mp_place_layer. Returns 0, MP_EINVAL or MP_ENOMEM. */
 int mp_place_eplb(const double *w, uint32_t n_experts, uint32_t gpus,
 		  uint32_t slots_per_gpu, struct mp_layer_placement *out);
+
+/** DeepSeek EPLB's hierarchical policy on one layer, for comparison (EPLB,
+ * eplb.py rebalance_experts_hierarchical): the n_groups groups of
+ * E / n_groups consecutive experts are packed onto the G / gpus_per_node
+ * nodes (balanced_packing: heaviest group first onto the lightest node
+ * with room, n_groups / nodes groups each), then within each node EPLB's
+ * global policy (mp_place_eplb) places the node's experts on its GPUs.
+ * Load cannot move between nodes. Requires E % n_groups == 0,
+ * n_groups % nodes == 0, G % gpus_per_node == 0 and each node's slots at
+ * least its experts. out as for mp_place_layer. Returns 0, MP_EINVAL or
+ * MP_ENOMEM. */
+int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpus,
+			       uint32_t slots_per_gpu, uint32_t n_groups, uint32_t gpus_per_node,
+			       struct mp_layer_placement *out);
 
 /** Evaluate a given map (slot_expert[gpus*slots_per_gpu]) under loads
  * w[n_experts] with the even split: fills replicas, slot_load, gpu_load,

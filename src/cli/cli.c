@@ -146,12 +146,18 @@ bool cli_same_file(const char *out_path, const char *in_path)
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+const char *cli_write_error(int rc, int err)
+{
+	return rc == MP_EIO && err != 0 ? strerror(err) : mp_strerror(rc);
+}
+
 int cli_emit(const struct mp_doc *doc, const char *path, bool json)
 {
 	int rc = mp_doc_save(doc, path, json);
 	if (rc) {
+		int err = errno;
 		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
-			  mp_strerror(rc));
+			  cli_write_error(rc, err));
 		return EXIT_INPUT;
 	}
 	return EXIT_OK;

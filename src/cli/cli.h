@@ -216,5 +216,10 @@ bool cli_parse_export(const char *cmd, const char *text);
  * to path (NULL or "-" = stdout) and print the matching engine flags on
  * stderr unless --quiet; an exit status. In cmd-replan.c. */
 int cli_export_map(const struct mp_placement *placement, const char *format, const char *path);
+/** Why a write failed, for "cannot write: ..." messages: strerror(err)
+ * when rc is MP_EIO from mp_write_atomic/mp_doc_save (which leave the
+ * failing call's errno; pass errno read right after the call), else
+ * mp_strerror(rc). */
+const char *cli_write_error(int rc, int err);
 
 #endif

@@ -131,35 +131,6 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	return 0;
 }
 
-/* No GPU may hold one expert twice: one diagnostic per repeated slot. */
-static size_t find_duplicates(const struct mp_placement *map, const char *path,
-			      struct mp_diags *diags)
-{
-	size_t found = 0;
-	uint32_t S = map->slots_per_gpu;
-	for (uint32_t l = 0; l < map->n_layers; l++) {
-		const uint32_t *slot = map->layers[l].slot_expert;
-		for (uint32_t g = 0; g < map->gpus; g++) {
-			for (uint32_t i = 0; i < S; i++) {
-				for (uint32_t j = 0; j < i; j++) {
-					uint32_t p = g * S + i;
-					uint32_t q = g * S + j;
-					if (slot[p] != slot[q]) {
-						continue;
-					}
-					mp_diags_add(diags, path, 0, 0, MP_EINVAL,
-						     "layer %u, GPU %u: slot %u (physical %u) holds expert %u, "
-						     "already in slot %u (physical %u) of the same GPU",
-						     l, g, i, p, slot[p], j, q);
-					found++;
-					break;
-				}
-			}
-		}
-	}
-	return found;
-}
-
 static struct mp_doc *report(const struct mp_placement *map, const struct mp_loads *loads,
 			     const struct mp_placement *eval, const struct mp_placement *best)
 {
@@ -231,16 +202,14 @@ int cmd_check(int argc, char **argv)
 	mp_loads_init(&loads);
 	mp_diags_init(&diags);
 	int exit_code = EXIT_INPUT;
-	rc = mp_load_map(a.plan, a.phase, a.gpus, &map, &diags);
+	/* Every problem in the map at once: ids out of range, experts with no
+	 * slot, an expert twice on a GPU (capped, "... and N more"). */
+	rc = mp_load_map_strict(a.plan, a.phase, a.gpus, &map, &diags);
 	if (rc != 0) {
 		cli_print_diags(&diags);
 		if (diags.count == 0) {
 			cli_error("%s: %s", a.plan, mp_strerror(rc));
 		}
-		goto out;
-	}
-	if (find_duplicates(&map, a.plan, &diags) > 0) {
-		cli_print_diags(&diags);
 		goto out;
 	}
 	if (a.loads) {

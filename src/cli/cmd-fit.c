@@ -223,6 +223,46 @@ static int print_fit(void *user, FILE *f)
 	return 0;
 }
 
+/* mp_capacity_compute counts bytes in uint64_t and answers MP_ENOMEM when
+ * a term passes 2^64 B (1.8e19 B). Say which term, the options behind it
+ * and how far they may go. The terms are recomputed in double as
+ * capacity.c does (routed = slots/ep x layers x W; kv = requests x
+ * kv_per_request(context); buffers and workspace grow with the step's
+ * tokens). */
+static void explain_overflow(const struct mp_model *model, const struct mp_capacity_options *opts,
+			     const struct mp_capacity_input *in)
+{
+	const double limit = 18446744073709551616.0; /* 2^64 B */
+	struct mp_expert_cost e;
+	mp_roofline_expert(model, &e);
+	double per_gpu = (double)(in->width.slots / in->width.ep);
+	double routed = per_gpu * (double)model->moe_layers * e.weight_bytes;
+	if (!(routed < limit)) {
+		cli_error("fit: %g routed slots per GPU (--slots %u / --ep %u) x %u MoE layers x %.4g B "
+			  "per expert is %.3g B, past the 1.8e19 B a byte count holds; --slots / --ep "
+			  "must be at most %.0f for this model", per_gpu, in->width.slots, in->width.ep,
+			  model->moe_layers, e.weight_bytes, routed,
+			  floor(limit / ((double)model->moe_layers * e.weight_bytes)));
+		return;
+	}
+	double kv_request = mp_model_kv_bytes_per_request(model, in->context_tokens);
+	double kv = in->requests * kv_request;
+	if (!(kv < limit)) {
+		cli_error("fit: --requests %g at --context %g tokens needs %.3g B of KV cache per GPU "
+			  "(%.4g B per request), past the 1.8e19 B a byte count holds; at this context "
+			  "--requests must be at most %.0f", in->requests, in->context_tokens, kv,
+			  kv_request, floor(limit / kv_request));
+		return;
+	}
+	double tokens = in->chunk_tokens > 0.0 ? in->chunk_tokens
+					       : in->requests * in->tokens_per_request;
+	cli_error("fit: the step's buffers and activation workspace for %g tokens per GPU (%s) pass "
+		  "the 1.8e19 B a byte count holds; lower %s (buffer tokens %g)", tokens,
+		  in->chunk_tokens > 0.0 ? "--chunk-tokens" : "--requests x --tokens-per-request",
+		  in->chunk_tokens > 0.0 ? "--chunk-tokens" : "--requests or --tokens-per-request",
+		  opts->buffer_tokens_per_rank);
+}
+
 int cmd_fit(int argc, char **argv)
 {
 	const char *model_path = NULL;
@@ -330,6 +370,11 @@ int cmd_fit(int argc, char **argv)
 	}
 	struct mp_capacity cap;
 	int rc = mp_capacity_compute(&model, &hw, &opts, &in, &cap);
+	if (rc == MP_ENOMEM) {
+		explain_overflow(&model, &opts, &in);
+		status = EXIT_INPUT;
+		goto out;
+	}
 	if (rc) {
 		cli_error("%s on %s: %s (does the hardware give its HBM capacity?)", model_path, hw_path,
 			  mp_strerror(rc));

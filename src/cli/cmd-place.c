@@ -15,7 +15,10 @@ static const struct option place_options[] = {
 	{"threads", required_argument, NULL, 'j'},
 	{"split", required_argument, NULL, 'S'},
 	{"gpus-per-node", required_argument, NULL, 'n'},
+	{"balance-nodes", no_argument, NULL, 'B'},
+	{"group-limited", required_argument, NULL, 'L'},
 	{"target-gap", required_argument, NULL, 'G'},
+	{"effort", required_argument, NULL, 'e'},
 	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -34,7 +37,14 @@ static const struct cli_option_help place_help[] = {
 	{"SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
 		  "route) or weighted (any split, for engines that route by weight)"},
 	{"N", "GPUs per node: must divide G; node loads are summed per layer (default: no nodes)"},
+	{NULL, "with --gpus-per-node: after the busiest GPU, make the busiest node as light as "
+	       "possible (replicas of one expert may sit on several nodes; default: off)"},
+	{"GROUPS", "with --gpus-per-node: split the experts into GROUPS groups of consecutive ids "
+		   "and keep every replica of a group on one node, so a token that uses k groups "
+		   "reaches at most k nodes (DeepSeek-V3: 8); default: off"},
 	{"FRACTION", "stop a layer's search once (max - bound) / max <= FRACTION (default 0)"},
+	{"X", "multiply the search's work budgets by X (default 1; more is slower and may find "
+	      "better plans; plans stay deterministic)"},
 	{"FILE", "write the placement to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
 	{NULL, "show GLPK's own log on stderr"},
@@ -71,6 +81,8 @@ struct place_args {
 	bool have_gpus;
 	bool have_slots;
 	bool json;
+	bool have_balance;
+	bool have_groups;
 	struct mp_place_options opts;
 };
 
@@ -128,6 +140,23 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'B':
+			a->opts.node_policy = MP_NODES_BALANCE;
+			a->have_balance = true;
+			break;
+		case 'L':
+			if (!cli_parse_u32("place", "group-limited", optarg, 1, MP_MAX_EXPERTS,
+					   &a->opts.n_groups)) {
+				return EXIT_USAGE;
+			}
+			a->opts.node_policy = MP_NODES_GROUP_LIMITED;
+			a->have_groups = true;
+			break;
+		case 'e':
+			if (!cli_parse_double("place", "effort", optarg, 1e-3, 1e3, &a->opts.effort)) {
+				return EXIT_USAGE;
+			}
+			break;
 		case 'o':
 			a->output = optarg;
 			break;
@@ -164,6 +193,14 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 	if (a->opts.gpus_per_node != 0 && a->gpus % a->opts.gpus_per_node != 0) {
 		return cli_usage("place", "--gpus %u is not a multiple of --gpus-per-node %u", a->gpus,
 				 a->opts.gpus_per_node);
+	}
+	if (a->have_balance && a->have_groups) {
+		return cli_usage("place", "--balance-nodes and --group-limited exclude each other: "
+				 "group-limited placement fixes which node carries each group's load");
+	}
+	if ((a->have_balance || a->have_groups) && a->opts.gpus_per_node == 0) {
+		return cli_usage("place", "--%s needs --gpus-per-node N",
+				 a->have_balance ? "balance-nodes" : "group-limited");
 	}
 	if (a->output && cli_same_file(a->output, a->loads)) {
 		return cli_usage("place", "'%s' is the input; refusing to overwrite it", a->output);
@@ -227,6 +264,27 @@ int cmd_place(int argc, char **argv)
 		}
 		fprintf(stderr, "moeplan place: %u layers, %u proven optimal, worst gap %.3g%%; wrote %s\n",
 			pl.n_layers, optimal, worst * 100, a.output);
+		if (pl.gpus_per_node != 0 && pl.gpus / pl.gpus_per_node > 1) {
+			double node_worst = 1;
+			double price = 1;
+			for (uint32_t l = 0; l < pl.n_layers; l++) {
+				const struct mp_layer_placement *lp = &pl.layers[l];
+				if (lp->node_mean_load > 0 && lp->node_max_load / lp->node_mean_load > node_worst) {
+					node_worst = lp->node_max_load / lp->node_mean_load;
+				}
+				double free_lb = mp_place_lower_bound(mp_loads_row(&loads, l), loads.n_experts,
+								      pl.gpus, pl.slots_per_gpu);
+				if (free_lb > 0 && lp->max_load / free_lb > price) {
+					price = lp->max_load / free_lb;
+				}
+			}
+			fprintf(stderr, "moeplan place: nodes (%s): busiest node at most %.4f x the mean node",
+				mp_node_policy_name(pl.node_policy), node_worst);
+			if (pl.node_policy == MP_NODES_GROUP_LIMITED) {
+				fprintf(stderr, "; busiest GPU up to %.4f x the bound without groups", price);
+			}
+			fputc('\n', stderr);
+		}
 	}
 out:
 	mp_doc_destroy(doc);

@@ -94,7 +94,7 @@ static const char *default_scenario(void)
 			return candidates[i];
 		}
 	}
-	return candidates[0];
+	return NULL;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -162,6 +162,12 @@ int cmd_plan(int argc, char **argv)
 		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);
 	}
 	const char *path = optind < argc ? argv[optind] : default_scenario();
+	if (!path) {
+		cli_error("no SCENARIO given and no default scenario found (looked for "
+			  "plans/default.yaml in the current folder and " MOEPLAN_DATADIR
+			  "/plans/default.yaml)");
+		return EXIT_INPUT;
+	}
 	if (export_output && !export_format) {
 		return cli_usage("plan", "--export-output needs --export sglang|vllm");
 	}

@@ -331,8 +331,9 @@ int cli_export_map(const struct mp_placement *placement, const char *format, con
 	const char *where = path && strcmp(path, "-") != 0 ? path : NULL;
 	int rc = mp_export_save(placement, f, where ? where : "-");
 	if (rc) {
+		int err = errno;
 		cli_error("%s: cannot write the %s map: %s", where ? where : "stdout", mp_export_name(f),
-			  mp_strerror(rc));
+			  cli_write_error(rc, err));
 		return EXIT_INPUT;
 	}
 	if (!cli_quiet) {
@@ -705,7 +706,8 @@ int cmd_replan(int argc, char **argv)
 		if (a.svg) {
 			rc = write_pareto_svg(a.svg, &r);
 			if (rc) {
-				cli_error("%s: cannot write: %s", a.svg, mp_strerror(rc));
+				int err = errno;
+				cli_error("%s: cannot write: %s", a.svg, cli_write_error(rc, err));
 				goto out;
 			}
 		}

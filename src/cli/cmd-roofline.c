@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "moeplan/traffic.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,8 +232,9 @@ int cli_write_text(const char *path, int (*print)(void *user, FILE *out), void *
 	struct text_writer w = {.print = print, .user = user};
 	int rc = mp_write_atomic(path, write_text, &w);
 	if (rc) {
+		int err = errno;
 		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
-			  mp_strerror(rc));
+			  cli_write_error(rc, err));
 		return EXIT_INPUT;
 	}
 	return EXIT_OK;

@@ -3,6 +3,8 @@
  * the plan and the scenario, the width table from the plan's own ranking. */
 #include "cli.h"
 
+#include <errno.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,7 +383,8 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 	if (status == EXIT_OK) {
 		int rc = mp_write_atomic(path, write_report, &r);
 		if (rc) {
-			cli_error("%s: cannot write: %s", path, mp_strerror(rc));
+			int err = errno;
+			cli_error("%s: cannot write: %s", path, cli_write_error(rc, err));
 			status = EXIT_INPUT;
 		}
 	}

@@ -4,6 +4,8 @@
  * drawing from plots.h. */
 #include "cli.h"
 
+#include <errno.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +17,9 @@
 
 static int save_error(const char *path, int rc)
 {
+	int err = errno;
 	cli_error("%s: cannot %s: %s", strcmp(path, "-") ? path : "stdout",
-		  rc == MP_EIO ? "write" : "draw the picture", mp_strerror(rc));
+		  rc == MP_EIO ? "write" : "draw the picture", cli_write_error(rc, err));
 	return EXIT_INPUT;
 }
 

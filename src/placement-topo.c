@@ -1,0 +1,877 @@
+/* Placement on nodes: node balancing as a second objective, group-limited
+ * placement (every replica of a group's experts on one node), and DeepSeek
+ * EPLB's hierarchical policy for comparison.
+ *
+ * Nodes are consecutive GPUs (node n holds GPUs n*P .. n*P+P-1). Groups
+ * are blocks of E / Q consecutive experts, as DeepSeek-V3 numbers them
+ * (n_group 8 over 256 routed experts: experts 0-31 form group 0).
+ */
+#include "placement-internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char M_GROUPS_ALL[] =
+	"group-limited: every assignment of groups to nodes solved; each node by the solver";
+static const char M_GROUPS_DP[] =
+	"group-limited: groups assigned to nodes by the partition bound; each node by the solver";
+static const char M_GROUPS_FIXED[] =
+	"group-limited: one group per node; each node by the solver";
+static const char M_GROUPS_LPT[] =
+	"group-limited: groups assigned to nodes largest first with swaps; each node by the solver";
+static const char M_EPLB_HIER[] = "eplb greedy (deepseek eplb hierarchical policy)";
+
+/* Most k-subsets of groups whose node sub-layers are all solved (then the
+ * best assignment of groups to nodes is exact over the solver's plans). */
+#define TOPO_SOLVE_ALL_SETS 32u
+/* Most groups for the subset dynamic programme (2^Q entries). */
+#define TOPO_DP_MAX_GROUPS 16u
+/* Most k-subsets for the dynamic programme over quick bounds. */
+#define TOPO_DP_MAX_SETS 4096u
+
+const char *mp_node_policy_name(enum mp_node_policy policy)
+{
+	switch (policy) {
+	case MP_NODES_REPORT: return "report";
+	case MP_NODES_BALANCE: return "balance";
+	case MP_NODES_GROUP_LIMITED: return "group_limited";
+	}
+	return "unknown";
+}
+
+void pl_fill_nodes(struct mp_layer_placement *lp, const double *w, uint32_t E, uint32_t G,
+		   uint32_t P)
+{
+	uint32_t nodes = G / P;
+	double mx = 0;
+	for (uint32_t n = 0; n < nodes; n++) {
+		double s = 0;
+		for (uint32_t g = n * P; g < (n + 1) * P; g++) {
+			s += lp->gpu_load[g];
+		}
+		lp->node_load[n] = s;
+		if (s > mx) {
+			mx = s;
+		}
+	}
+	double sum = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		sum += w[e];
+	}
+	lp->node_max_load = mx;
+	lp->node_mean_load = sum / nodes;
+}
+
+/* --- node balancing --- */
+
+struct balance {
+	uint32_t G, S, P, M; /* GPUs, slots per GPU, GPUs per node, nodes */
+	double *node;        /* [M] node loads */
+	uint32_t *node_of;   /* [G] node of each GPU */
+	double eps;
+	uint64_t ops;        /* counted work left */
+};
+
+static uint32_t heaviest_node(const struct balance *b)
+{
+	uint32_t a = 0;
+	for (uint32_t n = 1; n < b->M; n++) {
+		if (b->node[n] > b->node[a]) {
+			a = n;
+		}
+	}
+	return a;
+}
+
+/* Whole GPUs into nodes: GPUs are identical, so any assignment keeps every
+ * GPU's load; LPT with P per node, then exchanges of two GPUs between the
+ * busiest node and another while that lowers the pair's larger load. */
+static void assign_gpus(struct balance *b, const double *gpu_load, uint32_t *order)
+{
+	uint32_t *fill = calloc(b->M, sizeof(*fill));
+	if (!fill) {
+		for (uint32_t g = 0; g < b->G; g++) {
+			b->node_of[g] = g / b->P;
+		}
+		return;
+	}
+	pl_sort_desc(order, gpu_load, b->G);
+	for (uint32_t n = 0; n < b->M; n++) {
+		b->node[n] = 0;
+	}
+	for (uint32_t i = 0; i < b->G; i++) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t n = 0; n < b->M; n++) {
+			if (fill[n] < b->P && (best == UINT32_MAX || b->node[n] < b->node[best])) {
+				best = n;
+			}
+		}
+		uint32_t g = order[i];
+		b->node_of[g] = best;
+		b->node[best] += gpu_load[g];
+		fill[best]++;
+	}
+	free(fill);
+	while (b->ops > 0) {
+		uint32_t a = heaviest_node(b);
+		double best_max = b->node[a] - b->eps;
+		uint32_t ga = UINT32_MAX;
+		uint32_t gb = UINT32_MAX;
+		for (uint32_t x = 0; x < b->G; x++) {
+			if (b->node_of[x] != a) {
+				continue;
+			}
+			for (uint32_t y = 0; y < b->G; y++) {
+				uint32_t nb = b->node_of[y];
+				double d = gpu_load[x] - gpu_load[y];
+				if (nb == a || !(d > 0)) {
+					continue;
+				}
+				double na = b->node[a] - d;
+				double nn = b->node[nb] + d;
+				double m = na > nn ? na : nn;
+				if (m < best_max) {
+					best_max = m;
+					ga = x;
+					gb = y;
+				}
+			}
+		}
+		b->ops = b->ops > b->G ? b->ops - b->G : 0;
+		if (ga == UINT32_MAX) {
+			break;
+		}
+		double d = gpu_load[ga] - gpu_load[gb];
+		uint32_t nb = b->node_of[gb];
+		b->node[a] -= d;
+		b->node[nb] += d;
+		b->node_of[ga] = nb;
+		b->node_of[gb] = a;
+	}
+}
+
+static bool gpu_has(const uint32_t *slot_expert, uint32_t S, uint32_t g, uint32_t e)
+{
+	for (uint32_t s = 0; s < S; s++) {
+		if (slot_expert[g * S + s] == e) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Exchange two replicas between a GPU of the busiest node and a GPU of
+ * another node while no GPU goes above the busiest GPU's load and the
+ * larger of the two node loads falls. */
+static void swap_replicas(struct balance *b, struct mp_layer_placement *lp)
+{
+	uint32_t S = b->S;
+	uint32_t P = b->P;
+	while (b->ops > 0) {
+		uint32_t a = heaviest_node(b);
+		double best_max = b->node[a] - b->eps;
+		uint32_t pi = UINT32_MAX;
+		uint32_t pj = UINT32_MAX;
+		uint64_t looked = 0;
+		for (uint32_t ga = a * P; ga < (a + 1) * P; ga++) {
+			for (uint32_t i = ga * S; i < (ga + 1) * S; i++) {
+				double x = lp->slot_load[i];
+				uint32_t ex = lp->slot_expert[i];
+				for (uint32_t gb = 0; gb < b->G; gb++) {
+					uint32_t nb = gb / P;
+					if (nb == a) {
+						continue;
+					}
+					for (uint32_t j = gb * S; j < (gb + 1) * S; j++) {
+						double d = x - lp->slot_load[j];
+						looked++;
+						if (!(d > 0) || lp->gpu_load[gb] + d > lp->max_load) {
+							continue;
+						}
+						double na = b->node[a] - d;
+						double nn = b->node[nb] + d;
+						double m = na > nn ? na : nn;
+						if (!(m < best_max)) {
+							continue;
+						}
+						uint32_t ey = lp->slot_expert[j];
+						if (ex == ey || gpu_has(lp->slot_expert, S, ga, ey)
+						    || gpu_has(lp->slot_expert, S, gb, ex)) {
+							continue;
+						}
+						best_max = m;
+						pi = i;
+						pj = j;
+					}
+				}
+			}
+		}
+		b->ops = b->ops > looked ? b->ops - looked : 0;
+		if (pi == UINT32_MAX) {
+			break;
+		}
+		uint32_t ga = pi / S;
+		uint32_t gb = pj / S;
+		double d = lp->slot_load[pi] - lp->slot_load[pj];
+		uint32_t te = lp->slot_expert[pi];
+		lp->slot_expert[pi] = lp->slot_expert[pj];
+		lp->slot_expert[pj] = te;
+		double tl = lp->slot_load[pi];
+		lp->slot_load[pi] = lp->slot_load[pj];
+		lp->slot_load[pj] = tl;
+		lp->gpu_load[ga] -= d;
+		lp->gpu_load[gb] += d;
+		b->node[a] -= d;
+		b->node[gb / P] += d;
+	}
+}
+
+int pl_balance_nodes(uint32_t G, uint32_t S, uint32_t P, double effort, double eps,
+		     struct mp_layer_placement *lp)
+{
+	struct balance b = { .G = G, .S = S, .P = P, .M = G / P, .eps = eps };
+	if (b.M < 2) {
+		return 0;
+	}
+	size_t n = (size_t)G * S;
+	b.node = calloc(b.M, sizeof(*b.node));
+	b.node_of = calloc(G, sizeof(*b.node_of));
+	uint32_t *order = calloc(G, sizeof(*order));
+	uint32_t *new_slot = malloc(sizeof(*new_slot) * n);
+	double *new_load = malloc(sizeof(*new_load) * n);
+	double *new_gpu = malloc(sizeof(*new_gpu) * G);
+	uint32_t *fill = calloc(b.M, sizeof(*fill));
+	int rc = MP_ENOMEM;
+	if (!b.node || !b.node_of || !order || !new_slot || !new_load || !new_gpu || !fill) {
+		goto out;
+	}
+	/* Work budgets: a few passes over all GPU pairs, and over all pairs of
+	 * a node's slots with every slot, scaled by effort. */
+	double budget = effort * (4.0 * G * G + 1e4);
+	b.ops = budget < 1e12 ? (uint64_t)budget : (uint64_t)1e12;
+	assign_gpus(&b, lp->gpu_load, order);
+	/* Renumber: node n's GPUs, in their old order, become n*P .. n*P+P-1. */
+	for (uint32_t g = 0; g < G; g++) {
+		uint32_t nn = b.node_of[g];
+		uint32_t to = nn * P + fill[nn]++;
+		memcpy(new_slot + (size_t)to * S, lp->slot_expert + (size_t)g * S, sizeof(*new_slot) * S);
+		memcpy(new_load + (size_t)to * S, lp->slot_load + (size_t)g * S, sizeof(*new_load) * S);
+		new_gpu[to] = lp->gpu_load[g];
+	}
+	memcpy(lp->slot_expert, new_slot, sizeof(*new_slot) * n);
+	memcpy(lp->slot_load, new_load, sizeof(*new_load) * n);
+	memcpy(lp->gpu_load, new_gpu, sizeof(*new_gpu) * G);
+	for (uint32_t m = 0; m < b.M; m++) {
+		b.node[m] = 0;
+		for (uint32_t g = m * P; g < (m + 1) * P; g++) {
+			b.node[m] += lp->gpu_load[g];
+		}
+	}
+	double swaps = effort * (8.0 * (double)n * P * S + 1e5);
+	b.ops = swaps < 1e12 ? (uint64_t)swaps : (uint64_t)1e12;
+	swap_replicas(&b, lp);
+	rc = 0;
+out:
+	free(b.node);
+	free(b.node_of);
+	free(order);
+	free(new_slot);
+	free(new_load);
+	free(new_gpu);
+	free(fill);
+	return rc;
+}
+
+/* --- group-limited placement --- */
+
+struct groups {
+	const double *w;
+	uint32_t E, G, S, P, M; /* experts, GPUs, slots per GPU, GPUs per node, nodes */
+	uint32_t Q, k, size;   /* groups, groups per node, experts per group */
+	const struct mp_place_options *opts;
+	struct mp_place_options sub_opts;
+	double deadline;
+	double *sub_w;         /* [k * size] */
+};
+
+/* The experts of the groups in `set` (ascending group order) as a node's
+ * sub-layer; ids[k * size] gets their global ids. */
+static void node_experts(const struct groups *gs, const uint32_t *set, double *sub_w, uint32_t *ids)
+{
+	uint32_t i = 0;
+	for (uint32_t j = 0; j < gs->k; j++) {
+		for (uint32_t x = 0; x < gs->size; x++) {
+			uint32_t e = set[j] * gs->size + x;
+			sub_w[i] = gs->w[e];
+			if (ids) {
+				ids[i] = e;
+			}
+			i++;
+		}
+	}
+}
+
+static double quick_bound(const struct groups *gs, const uint32_t *set, uint32_t *r_scratch,
+			  double *size_scratch)
+{
+	node_experts(gs, set, gs->sub_w, NULL);
+	struct pl_prob prob;
+	pl_prob_init(&prob, gs->sub_w, gs->k * gs->size, gs->P, gs->S);
+	return pl_bound_global(&prob, r_scratch, size_scratch);
+}
+
+/* Place one node's groups on its P GPUs. */
+static int solve_node(const struct groups *gs, const uint32_t *set, struct mp_placement *sub)
+{
+	uint32_t Ek = gs->k * gs->size;
+	int rc = mp_placement_alloc(sub, 1, Ek, gs->P, gs->S);
+	if (rc != 0) {
+		return rc;
+	}
+	node_experts(gs, set, gs->sub_w, NULL);
+	return pl_solve_layer(gs->sub_w, Ek, gs->P, gs->S, &gs->sub_opts, gs->deadline,
+			      &sub->layers[0]);
+}
+
+static uint32_t popcount(uint32_t m)
+{
+	uint32_t c = 0;
+	for (; m; m &= m - 1) {
+		c++;
+	}
+	return c;
+}
+
+static void set_of_mask(uint32_t mask, uint32_t *set)
+{
+	uint32_t j = 0;
+	for (uint32_t q = 0; mask; q++, mask >>= 1) {
+		if (mask & 1u) {
+			set[j++] = q;
+		}
+	}
+}
+
+/* Subset dynamic programme: f[mask] = min over k-subsets s of mask that
+ * hold mask's lowest group of max(val[s], f[mask \ s]); choice[mask] = s.
+ * val is indexed by subset mask (only k-subsets are read). */
+static double dp_partition(uint32_t mask, uint32_t k, const double *val, double *f, uint32_t *choice)
+{
+	if (mask == 0) {
+		return 0;
+	}
+	if (!isnan(f[mask])) {
+		return f[mask];
+	}
+	uint32_t low = mask & (~mask + 1u);
+	uint32_t rest = mask ^ low;
+	uint32_t bits[32];
+	uint32_t nb = 0;
+	for (uint32_t m = rest; m; m &= m - 1) {
+		bits[nb++] = m & (~m + 1u);
+	}
+	/* Combinations of k-1 of the remaining groups, lexicographic. */
+	uint32_t idx[32];
+	double best = INFINITY;
+	uint32_t best_s = 0;
+	uint32_t need = k - 1;
+	for (uint32_t i = 0; i < need; i++) {
+		idx[i] = i;
+	}
+	for (;;) {
+		uint32_t s = low;
+		for (uint32_t i = 0; i < need; i++) {
+			s |= bits[idx[i]];
+		}
+		double v = val[s];
+		if (v < best) {
+			double rv = dp_partition(mask ^ s, k, val, f, choice);
+			if (rv > v) {
+				v = rv;
+			}
+			if (v < best) {
+				best = v;
+				best_s = s;
+			}
+		}
+		uint32_t i = need;
+		while (i > 0 && idx[i - 1] == nb - need + i - 1) {
+			i--;
+		}
+		if (i == 0) {
+			break;
+		}
+		idx[i - 1]++;
+		for (uint32_t j = i; j < need; j++) {
+			idx[j] = idx[j - 1] + 1;
+		}
+	}
+	f[mask] = best;
+	choice[mask] = best_s;
+	return best;
+}
+
+static uint64_t binomial(uint32_t n, uint32_t k)
+{
+	uint64_t c = 1;
+	for (uint32_t i = 1; i <= k; i++) {
+		c = c * (n - k + i) / i;
+		if (c > (1u << 30)) {
+			return 1u << 30;
+		}
+	}
+	return c;
+}
+
+/* Groups onto nodes largest first (k per node), then exchanges of two
+ * groups between the heaviest node and another while the pair's larger
+ * load falls. node_groups[M * k]. */
+static void groups_lpt(const struct groups *gs, const double *gload, uint32_t *node_groups)
+{
+	uint32_t Q = gs->Q;
+	uint32_t M = gs->M;
+	uint32_t k = gs->k;
+	uint32_t *order = calloc(Q, sizeof(*order));
+	uint32_t *node_of = calloc(Q, sizeof(*node_of));
+	uint32_t *fill = calloc(M, sizeof(*fill));
+	double *node = calloc(M, sizeof(*node));
+	if (!order || !node_of || !fill || !node) {
+		for (uint32_t q = 0; q < Q; q++) {
+			node_groups[q] = q;
+		}
+		goto out;
+	}
+	pl_sort_desc(order, gload, Q);
+	for (uint32_t i = 0; i < Q; i++) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t n = 0; n < M; n++) {
+			if (fill[n] < k && (best == UINT32_MAX || node[n] < node[best])) {
+				best = n;
+			}
+		}
+		node_of[order[i]] = best;
+		node[best] += gload[order[i]];
+		fill[best]++;
+	}
+	double eps = 0;
+	for (uint32_t n = 0; n < M; n++) {
+		eps += node[n];
+	}
+	eps *= 1e-12;
+	for (uint32_t iter = 0; iter < 4 * Q * Q; iter++) {
+		uint32_t a = 0;
+		for (uint32_t n = 1; n < M; n++) {
+			if (node[n] > node[a]) {
+				a = n;
+			}
+		}
+		double best_max = node[a] - eps;
+		uint32_t qa = UINT32_MAX;
+		uint32_t qb = UINT32_MAX;
+		for (uint32_t x = 0; x < Q; x++) {
+			if (node_of[x] != a) {
+				continue;
+			}
+			for (uint32_t y = 0; y < Q; y++) {
+				double d = gload[x] - gload[y];
+				if (node_of[y] == a || !(d > 0)) {
+					continue;
+				}
+				double na = node[a] - d;
+				double nn = node[node_of[y]] + d;
+				double m = na > nn ? na : nn;
+				if (m < best_max) {
+					best_max = m;
+					qa = x;
+					qb = y;
+				}
+			}
+		}
+		if (qa == UINT32_MAX) {
+			break;
+		}
+		double d = gload[qa] - gload[qb];
+		uint32_t nb = node_of[qb];
+		node[a] -= d;
+		node[nb] += d;
+		node_of[qa] = nb;
+		node_of[qb] = a;
+	}
+	for (uint32_t n = 0; n < M; n++) {
+		fill[n] = 0;
+	}
+	for (uint32_t q = 0; q < Q; q++) {
+		uint32_t n = node_of[q];
+		node_groups[n * k + fill[n]++] = q;
+	}
+out:
+	free(order);
+	free(node_of);
+	free(fill);
+	free(node);
+}
+
+/* Copy node n's sub-plan (its groups in set[k]) into GPUs n*P.. of out. */
+static void put_node(const struct groups *gs, uint32_t n, const uint32_t *set,
+		     const struct mp_layer_placement *sub, uint32_t *ids, struct mp_layer_placement *out)
+{
+	node_experts(gs, set, gs->sub_w, ids);
+	uint32_t PS = gs->P * gs->S;
+	for (uint32_t p = 0; p < PS; p++) {
+		out->slot_expert[(size_t)n * PS + p] = ids[sub->slot_expert[p]];
+		out->slot_load[(size_t)n * PS + p] = sub->slot_load[p];
+	}
+	for (uint32_t g = 0; g < gs->P; g++) {
+		out->gpu_load[n * gs->P + g] = sub->gpu_load[g];
+	}
+	for (uint32_t i = 0; i < gs->k * gs->size; i++) {
+		out->replicas[ids[i]] = sub->replicas[i];
+	}
+}
+
+/* A bound for every assignment of groups to nodes (used when they are too
+ * many to search): a node holds some group and k-1 others, so its busiest
+ * GPU carries at least (that group + the k-1 lightest other groups) / P;
+ * an expert has at most P replicas (one per GPU of its node). */
+static double simple_bound(const struct groups *gs, const double *gload, double mean)
+{
+	double lb = mean;
+	uint32_t *order = calloc(gs->Q, sizeof(*order));
+	if (order) {
+		pl_sort_desc(order, gload, gs->Q);
+		for (uint32_t q = 0; q < gs->Q; q++) {
+			double s = gload[q];
+			uint32_t need = gs->k - 1;
+			for (uint32_t i = gs->Q; i-- > 0 && need > 0;) {
+				if (order[i] != q) {
+					s += gload[order[i]];
+					need--;
+				}
+			}
+			if (s / gs->P > lb) {
+				lb = s / gs->P;
+			}
+		}
+		free(order);
+	}
+	for (uint32_t e = 0; e < gs->E; e++) {
+		if (gs->w[e] / gs->P > lb) {
+			lb = gs->w[e] / gs->P;
+		}
+	}
+	return lb;
+}
+
+int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		    const struct mp_place_options *opts, double deadline,
+		    struct mp_layer_placement *out)
+{
+	double t0 = pl_now();
+	struct groups gs = {
+		.w = w, .E = E, .G = G, .S = S, .P = opts->gpus_per_node,
+		.M = G / opts->gpus_per_node, .Q = opts->n_groups, .opts = opts,
+		.deadline = deadline,
+	};
+	gs.k = gs.Q / gs.M;
+	gs.size = E / gs.Q;
+	gs.sub_opts = *opts;
+	gs.sub_opts.gpus_per_node = 0;
+	gs.sub_opts.node_policy = MP_NODES_REPORT;
+	gs.sub_opts.n_groups = 0;
+	gs.sub_opts.progress = NULL;
+	uint32_t Ek = gs.k * gs.size;
+	uint32_t Q = gs.Q;
+	uint32_t k = gs.k;
+	int rc = MP_ENOMEM;
+	uint64_t n_sets = binomial(Q, k);
+	bool use_dp = Q <= TOPO_DP_MAX_GROUPS && n_sets <= TOPO_DP_MAX_SETS;
+	bool solve_all = use_dp && k > 1 && n_sets <= TOPO_SOLVE_ALL_SETS;
+	size_t n_masks = use_dp ? (size_t)1 << Q : 1;
+	double *gload = calloc(Q, sizeof(*gload));
+	uint32_t *node_groups = calloc(Q, sizeof(*node_groups));
+	uint32_t *ids = calloc(Ek, sizeof(*ids));
+	uint32_t *r_scratch = calloc(Ek, sizeof(*r_scratch));
+	double *size_scratch = calloc(Ek, sizeof(*size_scratch));
+	double *val = use_dp ? malloc(sizeof(*val) * n_masks) : NULL;
+	double *f = use_dp ? malloc(sizeof(*f) * n_masks) : NULL;
+	uint32_t *choice = use_dp ? calloc(n_masks, sizeof(*choice)) : NULL;
+	/* Solved node sub-layers: one per k-subset (solve_all) or per node. */
+	uint32_t n_sub = solve_all ? (uint32_t)n_sets : gs.M;
+	struct mp_placement *subs = calloc(n_sub, sizeof(*subs));
+	uint32_t *sub_of_mask = solve_all ? calloc(n_masks, sizeof(*sub_of_mask)) : NULL;
+	gs.sub_w = calloc(Ek, sizeof(*gs.sub_w));
+	if (!gload || !node_groups || !ids || !r_scratch || !size_scratch || !subs || !gs.sub_w
+	    || (use_dp && (!val || !f || !choice)) || (solve_all && !sub_of_mask)) {
+		goto out;
+	}
+	double sum = 0;
+	for (uint32_t q = 0; q < Q; q++) {
+		for (uint32_t x = 0; x < gs.size; x++) {
+			gload[q] += w[q * gs.size + x];
+		}
+		sum += gload[q];
+	}
+	double mean = sum / G;
+	double bound = mean;
+	const char *method;
+	uint32_t set[32];
+	if (k == 1) {
+		method = M_GROUPS_FIXED;
+		for (uint32_t q = 0; q < Q; q++) {
+			node_groups[q] = q;
+		}
+	} else if (use_dp) {
+		uint32_t full = (uint32_t)(n_masks - 1);
+		for (size_t m = 0; m < n_masks; m++) {
+			val[m] = NAN;
+			f[m] = NAN;
+		}
+		/* Every k-subset: its quick bound, and when few, its solved plan. */
+		uint32_t si = 0;
+		for (uint32_t m = 0; m <= full; m++) {
+			if (popcount(m) != k) {
+				continue;
+			}
+			set_of_mask(m, set);
+			val[m] = quick_bound(&gs, set, r_scratch, size_scratch);
+			if (solve_all) {
+				rc = solve_node(&gs, set, &subs[si]);
+				if (rc != 0) {
+					goto out;
+				}
+				sub_of_mask[m] = si++;
+			}
+		}
+		double b0 = dp_partition(full, k, val, f, choice);
+		if (b0 > bound) {
+			bound = b0;
+		}
+		if (solve_all) {
+			/* The bound over assignments from each node's proven bound. */
+			for (uint32_t m = 0; m <= full; m++) {
+				if (!isnan(val[m])) {
+					val[m] = subs[sub_of_mask[m]].layers[0].lower_bound;
+				}
+				f[m] = NAN;
+			}
+			double b1 = dp_partition(full, k, val, f, choice);
+			if (b1 > bound) {
+				bound = b1;
+			}
+			/* The best assignment over the solver's node plans. */
+			for (uint32_t m = 0; m <= full; m++) {
+				if (!isnan(val[m])) {
+					val[m] = subs[sub_of_mask[m]].layers[0].max_load;
+				}
+				f[m] = NAN;
+			}
+			dp_partition(full, k, val, f, choice);
+		}
+		uint32_t mask = full;
+		for (uint32_t n = 0; n < gs.M; n++) {
+			set_of_mask(choice[mask], node_groups + n * k);
+			mask ^= choice[mask];
+		}
+		method = solve_all ? M_GROUPS_ALL : M_GROUPS_DP;
+	} else {
+		groups_lpt(&gs, gload, node_groups);
+		bound = simple_bound(&gs, gload, mean);
+		method = M_GROUPS_LPT;
+	}
+	bool timed_out = false;
+	for (uint32_t n = 0; n < gs.M; n++) {
+		const uint32_t *ng = node_groups + n * k;
+		const struct mp_layer_placement *sub;
+		if (solve_all) {
+			uint32_t m = 0;
+			for (uint32_t j = 0; j < k; j++) {
+				m |= 1u << ng[j];
+			}
+			sub = &subs[sub_of_mask[m]].layers[0];
+		} else {
+			rc = solve_node(&gs, ng, &subs[n]);
+			if (rc != 0) {
+				goto out;
+			}
+			sub = &subs[n].layers[0];
+			if (k == 1 && sub->lower_bound > bound) {
+				/* One group per node: every assignment puts this group
+				 * alone on some node, so its bound holds. */
+				bound = sub->lower_bound;
+			}
+		}
+		if (sub->status == MP_PLACE_TIME_LIMIT) {
+			timed_out = true;
+		}
+		put_node(&gs, n, ng, sub, ids, out);
+	}
+	double mx = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		if (out->gpu_load[g] > mx) {
+			mx = out->gpu_load[g];
+		}
+	}
+	struct pl_prob prob;
+	pl_prob_init(&prob, w, E, G, S);
+	out->max_load = mx;
+	out->mean_load = mean;
+	out->lower_bound = bound < mx ? bound : mx;
+	out->gap = mx > 0 ? (mx - out->lower_bound) / mx : 0;
+	out->status = timed_out ? MP_PLACE_TIME_LIMIT
+		      : mx <= bound + prob.tol ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
+	out->method = method;
+	out->seconds = pl_now() - t0;
+	rc = 0;
+out:
+	if (subs) {
+		for (uint32_t i = 0; i < n_sub; i++) {
+			mp_placement_finish(&subs[i]);
+		}
+	}
+	free(subs);
+	free(sub_of_mask);
+	free(gload);
+	free(node_groups);
+	free(ids);
+	free(r_scratch);
+	free(size_scratch);
+	free(val);
+	free(f);
+	free(choice);
+	free(gs.sub_w);
+	return rc;
+}
+
+int pl_check_groups(uint32_t E, uint32_t G, uint32_t S, uint32_t P, uint32_t Q, char *why,
+		    size_t why_size)
+{
+	uint32_t M = G / P;
+	if (Q == 0 || E % Q != 0) {
+		snprintf(why, why_size, "%u expert groups do not divide the %u experts", Q, E);
+		return MP_EINVAL;
+	}
+	if (Q % M != 0) {
+		snprintf(why, why_size,
+			 "%u expert groups do not divide among %u nodes (group-limited placement puts the "
+			 "same number of groups on every node)", Q, M);
+		return MP_EINVAL;
+	}
+	uint32_t per_node = E / M;
+	if ((uint64_t)P * S < per_node) {
+		snprintf(why, why_size,
+			 "a node's %u slots (%u GPUs x %u) are fewer than its %u experts (%u groups of %u)",
+			 P * S, P, S, per_node, Q / M, E / Q);
+		return MP_EINVAL;
+	}
+	if (S > per_node) {
+		snprintf(why, why_size,
+			 "%u slots per GPU exceed a node's %u experts: a GPU would hold one expert twice",
+			 S, per_node);
+		return MP_EINVAL;
+	}
+	return 0;
+}
+
+/* --- EPLB hierarchical --- */
+
+int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpus,
+			       uint32_t slots_per_gpu, uint32_t n_groups, uint32_t gpus_per_node,
+			       struct mp_layer_placement *out)
+{
+	uint32_t E = n_experts;
+	uint32_t G = gpus;
+	uint32_t S = slots_per_gpu;
+	uint32_t P = gpus_per_node;
+	uint64_t n64 = (uint64_t)G * S;
+	char why[160];
+	if (E == 0 || G == 0 || S == 0 || P == 0 || G % P != 0 || n64 > UINT32_MAX / 2
+	    || n64 < E || pl_check_groups(E, G, S, P, n_groups, why, sizeof(why)) != 0) {
+		return MP_EINVAL;
+	}
+	for (uint32_t e = 0; e < E; e++) {
+		if (!isfinite(w[e]) || w[e] < 0) {
+			return MP_EINVAL;
+		}
+	}
+	double t0 = pl_now();
+	uint32_t M = G / P;
+	uint32_t Q = n_groups;
+	uint32_t k = Q / M;
+	uint32_t size = E / Q;
+	uint32_t Ek = k * size;
+	double *gload = calloc(Q, sizeof(*gload));
+	uint32_t *order = calloc(Q, sizeof(*order));
+	uint32_t *node_groups = calloc(Q, sizeof(*node_groups));
+	uint32_t *fill = calloc(M, sizeof(*fill));
+	double *node = calloc(M, sizeof(*node));
+	double *sub_w = calloc(Ek, sizeof(*sub_w));
+	uint32_t *ids = calloc(Ek, sizeof(*ids));
+	uint32_t *map = calloc(n64, sizeof(*map));
+	uint32_t *sub_slot = calloc((size_t)P * S, sizeof(*sub_slot));
+	int rc = MP_ENOMEM;
+	if (!gload || !order || !node_groups || !fill || !node || !sub_w || !ids || !map || !sub_slot) {
+		goto out;
+	}
+	for (uint32_t q = 0; q < Q; q++) {
+		for (uint32_t x = 0; x < size; x++) {
+			gload[q] += w[q * size + x];
+		}
+	}
+	/* balanced_packing of groups onto nodes; k == 1 keeps group q on node q. */
+	if (k == 1) {
+		for (uint32_t q = 0; q < Q; q++) {
+			node_groups[q] = q;
+		}
+	} else {
+		pl_sort_desc(order, gload, Q);
+		for (uint32_t i = 0; i < Q; i++) {
+			uint32_t best = UINT32_MAX;
+			for (uint32_t n = 0; n < M; n++) {
+				if (fill[n] < k && (best == UINT32_MAX || node[n] < node[best])) {
+					best = n;
+				}
+			}
+			node_groups[best * k + fill[best]++] = order[i];
+			node[best] += gload[order[i]];
+		}
+	}
+	for (uint32_t n = 0; n < M; n++) {
+		uint32_t i = 0;
+		for (uint32_t j = 0; j < k; j++) {
+			for (uint32_t x = 0; x < size; x++) {
+				ids[i] = node_groups[n * k + j] * size + x;
+				sub_w[i] = w[ids[i]];
+				i++;
+			}
+		}
+		struct pl_prob prob;
+		struct pl_work work;
+		pl_prob_init(&prob, sub_w, Ek, P, S);
+		if (pl_work_alloc(&work, &prob) != 0) {
+			goto out;
+		}
+		pl_eplb(&prob, sub_slot, &work);
+		pl_work_free(&work);
+		for (uint32_t p = 0; p < P * S; p++) {
+			map[(size_t)n * P * S + p] = ids[sub_slot[p]];
+		}
+	}
+	rc = mp_place_evaluate(map, w, E, G, S, out);
+	if (rc == 0) {
+		out->method = M_EPLB_HIER;
+		out->seconds = pl_now() - t0;
+	}
+out:
+	free(gload);
+	free(order);
+	free(node_groups);
+	free(fill);
+	free(node);
+	free(sub_w);
+	free(ids);
+	free(map);
+	free(sub_slot);
+	return rc;
+}
