@@ -181,6 +181,50 @@ static void fill_layer(const struct pl_prob *prob, const struct pl_sol *sol, dou
 /* The packing MIP for every enumerated replica-count vector, cheapest
  * bound first; updates best. Returns the bound proven over the set and
  * sets *limit / *error. */
+/* Slots packed (summed over tries) when packing the enumerated
+ * replica-count vectors of a large layer, times effort. */
+#define PL_PACK_SET_SLOTS 200000.0
+
+/* A large layer whose replica-count vectors that could beat the incumbent
+ * were all enumerated: pack each (lowest bound first, as many as the
+ * counted budget allows) by LPT and by balanced differencing, improve,
+ * and keep the best. The incumbent's counts come from a greedy rule; on
+ * layers with one expert far above the rest another vector often packs
+ * much better (a dominant expert with one replica fewer). */
+static void pack_set(const struct pl_prob *prob, const struct pl_rset *set, double effort,
+		     double deadline, struct pl_sol *best, struct pl_sol *cand, struct pl_work *work)
+{
+	uint32_t *order = malloc(sizeof(*order) * (set->count ? set->count : 1));
+	if (!order) {
+		return;
+	}
+	for (uint32_t i = 0; i < set->count; i++) {
+		order[i] = i;
+	}
+	pl_sort_idx(order, set->count, set->bound, true);
+	double budget = PL_PACK_SET_SLOTS * effort;
+	for (uint32_t i = 0; i < set->count && budget > 0; i++) {
+		const uint32_t *r = set->r + (size_t)order[i] * prob->E;
+		if (set->bound[order[i]] >= best->max - prob->tol || pl_timed_out(work, deadline)) {
+			break;
+		}
+		budget -= 2.0 * prob->N;
+		if (pl_pack_lpt(prob, r, cand, work)) {
+			pl_improve(prob, cand, work, deadline);
+			if (pl_sol_better(cand, best, prob, NULL)) {
+				pl_sol_copy(best, cand, prob);
+			}
+		}
+		if (pl_pack_bldm(prob, r, cand, work)) {
+			pl_improve(prob, cand, work, deadline);
+			if (pl_sol_better(cand, best, prob, NULL)) {
+				pl_sol_copy(best, cand, prob);
+			}
+		}
+	}
+	free(order);
+}
+
 static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 			const struct mp_place_options *opts, double deadline, struct pl_sol *best,
 			struct pl_sol *cand, struct pl_work *work, bool *limit, bool *error)
@@ -384,6 +428,7 @@ static int solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			goto done;
 		}
 		if (prob.N > PL_MIP_MAX_ITEMS) {
+			pack_set(&prob, &set, opts->effort, deadline, &best, &cand, &work);
 			double minb = (double)INFINITY;
 			for (uint32_t k = 0; k < set.count; k++) {
 				if (set.bound[k] < minb) {

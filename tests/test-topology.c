@@ -318,6 +318,39 @@ static void topology__group_limited_keeps_groups_at_scale(void **state)
 	mp_placement_finish(&p);
 }
 
+static void topology__group_limited_meets_the_gap_target(void **state)
+{
+	(void)state;
+	/* Layer 29 of the benchmark's Zipf loads (s = 1) with DeepSeek-V3's 8
+	 * groups on 8 nodes of 8 GPUs x 5 slots: node 4 holds the hottest
+	 * expert (1e6) and the fourth hottest (250,000), so its 40 slots must
+	 * give the first 6 or 7 replicas; the solver's first replica counts
+	 * left it 15% above the bound. Issue 4's target: within 0.5%. */
+	enum { E = 256, G = 64, S = 5, P = 8, Q = 8 };
+	double w[E];
+	for (uint32_t e = 0; e < E; e++) {
+		w[e] = floor(1e6 / (double)(((97u * e + 31u * 29u) % E) + 1));
+	}
+	struct mp_place_options o;
+	mp_place_options_init(&o);
+	o.gpus_per_node = P;
+	o.node_policy = MP_NODES_GROUP_LIMITED;
+	o.n_groups = Q;
+	struct mp_placement p;
+	mp_placement_init(&p);
+	assert_int_equal(mp_placement_alloc(&p, 1, E, G, S), 0);
+	assert_int_equal(mp_place_layer(w, E, G, S, &o, &p.layers[0]), 0);
+	check_group_limited(&p.layers[0], E, G, S, P, Q);
+	/* node 4 alone: (1e6 + 250,000 + the rest of group 4) / 8 GPUs */
+	double node4 = 0;
+	for (uint32_t x = 0; x < E / Q; x++) {
+		node4 += w[4 * (E / Q) + x];
+	}
+	assert_true(p.layers[0].lower_bound >= node4 / P * (1 - 1e-12));
+	assert_true(p.layers[0].max_load <= p.layers[0].lower_bound * 1.005);
+	mp_placement_finish(&p);
+}
+
 static void topology__balance_nodes_by_hand(void **state)
 {
 	(void)state;
@@ -456,6 +489,7 @@ int main(void)
 		cmocka_unit_test(topology__group_limited_matches_brute_force),
 		cmocka_unit_test(topology__group_limited_readme_example_by_hand),
 		cmocka_unit_test(topology__group_limited_keeps_groups_at_scale),
+		cmocka_unit_test(topology__group_limited_meets_the_gap_target),
 		cmocka_unit_test(topology__balance_nodes_by_hand),
 		cmocka_unit_test(topology__balance_keeps_busiest_gpu),
 		cmocka_unit_test(topology__rejects_shapes_groups_cannot_take),
