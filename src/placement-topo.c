@@ -24,8 +24,11 @@ static const char M_GROUPS_LPT[] =
 static const char M_EPLB_HIER[] = "eplb greedy (deepseek eplb hierarchical policy)";
 
 /* Most k-subsets of groups whose node sub-layers are all solved (then the
- * best assignment of groups to nodes is exact over the solver's plans). */
+ * best assignment of groups to nodes is exact over the solver's plans),
+ * and most slots over all of them: GLPK proves small nodes in
+ * milliseconds, but a 24-slot node can take its whole work budget. */
 #define TOPO_SOLVE_ALL_SETS 32u
+#define TOPO_SOLVE_ALL_SLOTS 256u
 /* Most groups for the subset dynamic programme (2^Q entries). */
 #define TOPO_DP_MAX_GROUPS 16u
 /* Most k-subsets for the dynamic programme over quick bounds. */
@@ -413,6 +416,9 @@ static double dp_partition(uint32_t mask, uint32_t k, const double *val, double 
 	return best;
 }
 
+/* Slots of one node. */
+#define P_S(gs) ((uint64_t)(gs).P * (gs).S)
+
 static uint64_t binomial(uint32_t n, uint32_t k)
 {
 	uint64_t c = 1;
@@ -587,7 +593,8 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	int rc = MP_ENOMEM;
 	uint64_t n_sets = binomial(Q, k);
 	bool use_dp = Q <= TOPO_DP_MAX_GROUPS && n_sets <= TOPO_DP_MAX_SETS;
-	bool solve_all = use_dp && k > 1 && n_sets <= TOPO_SOLVE_ALL_SETS;
+	bool solve_all = use_dp && k > 1 && n_sets <= TOPO_SOLVE_ALL_SETS
+			 && n_sets * P_S(gs) <= TOPO_SOLVE_ALL_SLOTS;
 	size_t n_masks = use_dp ? (size_t)1 << Q : 1;
 	double *gload = calloc(Q, sizeof(*gload));
 	uint32_t *node_groups = calloc(Q, sizeof(*node_groups));
