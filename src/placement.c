@@ -4,8 +4,11 @@
  * if the gap is open, enumerate the replica-count vectors whose bound is
  * below the incumbent; when there are few and the layer is small, solve a
  * GLPK packing MIP for each (with the incumbent as cutoff), which proves
- * the optimum or spends its work budget; otherwise report the heuristic
- * honestly as feasible with its gap.
+ * the optimum or spends its work budget; on a large layer pack each
+ * vector instead; if the gap is still above 0.5%, the configuration LP
+ * (placement-cfg.c) raises the bound and dives for a plan; otherwise
+ * report the heuristic honestly as feasible with its gap. With nodes,
+ * place_layer applies the node policy (placement-topo.c).
  *
  * Determinism: every stage is bounded by counted work sized from the
  * layer's shape (local-search moves, iterated-local-search operations,

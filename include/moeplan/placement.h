@@ -13,9 +13,12 @@
  * than EPLB's duplicate-free plan; then, while the gap is open, an
  * enumeration of the replica-count vectors that could beat the incumbent
  * and, on small layers (at most 24 slots), GLPK's packing MIP (glp_intopt)
- * for each of them with the incumbent as cutoff, which proves the optimum.
- * Each layer records which happened in `method` and whether its bound was
- * met in `status`.
+ * for each of them with the incumbent as cutoff, which proves the optimum
+ * (on larger layers each vector is packed heuristically); on layers whose
+ * gap is still above 0.5%, GLPK's configuration LP by column generation
+ * (a bound with a dual certificate, and plans by diving). Each layer
+ * records which happened in `method` and whether its bound was met in
+ * `status`. Nodes: see enum mp_node_policy.
  */
 #ifndef MOEPLAN_PLACEMENT_H
 #define MOEPLAN_PLACEMENT_H
