@@ -748,6 +748,9 @@ struct map_source {
 	const yaml_node_t *n_experts;
 	uint32_t experts_hint;        /* from replicas/logical_replica_count lengths */
 	const yaml_node_t *layers;    /* a moeplan placement's layers[] (gpu_experts), or NULL */
+	const yaml_node_t *gpus_per_node; /* a moeplan placement's node fields, or NULL */
+	const yaml_node_t *node_policy;
+	const yaml_node_t *n_groups;
 };
 
 static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, struct map_source *m)
@@ -815,12 +818,110 @@ static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, 
 	m->gpus_key = "gpus";
 	m->slots_per_gpu = ld_get(ld, placement, "slots_per_gpu");
 	m->n_experts = ld_get(ld, placement, "n_experts");
+	m->gpus_per_node = ld_get(ld, placement, "gpus_per_node");
+	m->node_policy = ld_get(ld, placement, "node_policy");
+	m->n_groups = ld_get(ld, placement, "n_groups");
 	const yaml_node_t *layers = ld_get(ld, placement, "layers");
 	m->layers = layers && layers->type == YAML_SEQUENCE_NODE ? layers : NULL;
 	if (layers && list_length(layers) > 0) {
 		const yaml_node_t *l0 = ld_node(ld, layers->data.sequence.items.start[0]);
 		m->experts_hint = list_length(ld_get(ld, l0, "replicas"));
 	}
+}
+
+/* A moeplan placement's node fields (gpus_per_node, node_policy, n_groups)
+ * into out. A placement that says it keeps expert groups within nodes
+ * (group_limited) must: every replica of a group on one node, else one
+ * error per replica that is not, at its line:col. */
+static bool read_nodes(struct ld *ld, const struct map_source *m, const uint32_t *ids,
+		       uint32_t rows, uint32_t slots, struct mp_placement *out)
+{
+	static const char *const policies[] = {"report", "balance", "group_limited", NULL};
+	if (!m->gpus_per_node) {
+		return true;
+	}
+	uint32_t per_node = 0;
+	if (!ld_get_u32(ld, m->gpus_per_node, "gpus_per_node", 1, MP_MAX_GPUS, &per_node)) {
+		return false;
+	}
+	if (out->gpus % per_node != 0) {
+		ld_error(ld, m->gpus_per_node, "gpus_per_node: %u does not divide the %u GPUs", per_node,
+			 out->gpus);
+		return false;
+	}
+	int policy = MP_NODES_REPORT;
+	if (m->node_policy && !ld_get_enum(ld, m->node_policy, "node_policy", policies, &policy)) {
+		return false;
+	}
+	out->gpus_per_node = per_node;
+	out->node_policy = (enum mp_node_policy)policy;
+	if (policy != MP_NODES_GROUP_LIMITED) {
+		return true;
+	}
+	uint32_t groups = 0;
+	if (!m->n_groups) {
+		ld_error(ld, m->node_policy, "node_policy group_limited needs n_groups");
+		return false;
+	}
+	if (!ld_get_u32(ld, m->n_groups, "n_groups", 1, out->n_experts, &groups)) {
+		return false;
+	}
+	if (out->n_experts % groups != 0) {
+		ld_error(ld, m->n_groups, "n_groups: %u groups do not divide the %u experts", groups,
+			 out->n_experts);
+		return false;
+	}
+	out->n_groups = groups;
+	uint32_t size = out->n_experts / groups;
+	uint32_t node_slots = per_node * out->slots_per_gpu;
+	/* A group's node is where most of its replicas are (the lowest on
+	 * ties); the replicas elsewhere are the errors. */
+	uint32_t nodes = out->gpus / per_node;
+	uint32_t *home = malloc(sizeof(*home) * groups);
+	uint32_t *count = malloc(sizeof(*count) * (size_t)groups * nodes);
+	if (!home || !count) {
+		free(home);
+		free(count);
+		ld_fail(ld, MP_ENOMEM);
+		return false;
+	}
+	uint32_t problems = 0;
+	for (uint32_t l = 0; l < rows; l++) {
+		memset(count, 0, sizeof(*count) * (size_t)groups * nodes);
+		for (uint32_t p = 0; p < slots; p++) {
+			uint32_t e = ids[(size_t)l * slots + p];
+			count[(size_t)(e / size) * nodes + p / node_slots]++;
+		}
+		for (uint32_t q = 0; q < groups; q++) {
+			home[q] = 0;
+			for (uint32_t n = 1; n < nodes; n++) {
+				if (count[(size_t)q * nodes + n] > count[(size_t)q * nodes + home[q]]) {
+					home[q] = n;
+				}
+			}
+		}
+		for (uint32_t p = 0; p < slots; p++) {
+			uint32_t e = ids[(size_t)l * slots + p];
+			uint32_t q = e / size;
+			uint32_t node = p / node_slots;
+			if (home[q] != node && problems++ < 20) {
+				const yaml_node_t *row = ld_node(ld, m->ids->data.sequence.items.start[l]);
+				const yaml_node_t *cell = row && row->type == YAML_SEQUENCE_NODE
+					? ld_node(ld, row->data.sequence.items.start[p]) : m->ids;
+				ld_error(ld, cell, "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u of group "
+					 "%u is on node %u, but its group is on node %u; node_policy "
+					 "group_limited keeps every group within one node",
+					 m->what, l, p, l, p / out->slots_per_gpu, p % out->slots_per_gpu, e, q,
+					 node, home[q]);
+			}
+		}
+	}
+	free(count);
+	free(home);
+	if (problems > 20) {
+		ld_error(ld, m->ids, "... and %u more replicas outside their group's node", problems - 20);
+	}
+	return problems == 0;
 }
 
 /* A moeplan placement says where each expert is twice: per GPU in
@@ -1043,6 +1144,9 @@ static int load_map(const char *path, const char *phase, uint32_t gpus, bool dis
 	}
 	for (uint32_t l = 0; l < rows; l++) {
 		memcpy(tmp.layers[l].slot_expert, ids + (size_t)l * slots, (size_t)slots * sizeof(uint32_t));
+	}
+	if (!read_nodes(&ld, &m, ids, rows, slots, &tmp)) {
+		goto done;
 	}
 done:
 	rc = ld.status;

@@ -891,7 +891,7 @@ static int cfg_init(struct cfg *c, const struct pl_prob *prob, double T_hi)
 	uint32_t N = prob->N;
 	memset(c, 0, sizeof(*c));
 	c->prob = prob;
-	if (S > PL_MAX_S_CFG) {
+	if (S > PL_MAX_S_CFG || E == 0 || N == 0) {
 		return -1;
 	}
 	c->kmin = malloc(sizeof(*c->kmin) * E);
@@ -912,13 +912,13 @@ static int cfg_init(struct cfg *c, const struct pl_prob *prob, double T_hi)
 		uint32_t kmax = c->kmin[e] + spare < G ? c->kmin[e] + spare : G;
 		nt += kmax >= c->kmin[e] ? kmax - c->kmin[e] + 1 : 0;
 	}
-	if (nt > PL_CFG_MAX_TYPES) {
+	if (nt == 0 || nt > PL_CFG_MAX_TYPES) {
 		return -1;
 	}
 	c->nt = (uint32_t)nt;
-	c->te = malloc(sizeof(*c->te) * nt);
-	c->tk = malloc(sizeof(*c->tk) * nt);
-	c->ts = malloc(sizeof(*c->ts) * nt);
+	c->te = calloc(nt, sizeof(*c->te));
+	c->tk = calloc(nt, sizeof(*c->tk));
+	c->ts = calloc(nt, sizeof(*c->ts));
 	c->first = malloc(sizeof(*c->first) * (E + 1));
 	c->off = calloc(nt, sizeof(*c->off));
 	c->pi = calloc(nt, sizeof(*c->pi));

@@ -1337,6 +1337,15 @@ static int check_input(const struct mp_placement *cur, const struct mp_loads *lo
 	if (cur->n_layers == 0 || cur->gpus == 0 || cur->slots_per_gpu == 0 || cur->n_experts == 0) {
 		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL, "the current plan is empty");
 	}
+	if (cur->gpus_per_node != 0 && cur->node_policy == MP_NODES_GROUP_LIMITED) {
+		/* The re-planner moves replicas between any GPUs: it would break
+		 * the plan's promise that a token reaches at most top-k nodes. */
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "the current plan keeps its %u expert groups within nodes of %u GPUs "
+				    "(node_policy group_limited), which re-planning does not preserve; "
+				    "place it again with moeplan place --gpus-per-node %u --group-limited %u",
+				    cur->n_groups, cur->gpus_per_node, cur->gpus_per_node, cur->n_groups);
+	}
 	if (loads->n_layers != cur->n_layers || loads->n_experts != cur->n_experts) {
 		return mp_diags_add(diags, loads->source, 0, 0, MP_EINVAL,
 				    "the loads are %u layers x %u experts but the current plan has %u layers x %u experts",

@@ -29,6 +29,8 @@ static const char M_EPLB_HIER[] = "eplb greedy (deepseek eplb hierarchical polic
  * milliseconds, but a 24-slot node can take its whole work budget. */
 #define TOPO_SOLVE_ALL_SETS 32u
 #define TOPO_SOLVE_ALL_SLOTS 256u
+/* Node sub-layers per layer that each get the full effort. */
+#define TOPO_FULL_EFFORT_SOLVES 8u
 /* Most groups for the subset dynamic programme (2^Q entries). */
 #define TOPO_DP_MAX_GROUPS 16u
 /* Most k-subsets for the dynamic programme over quick bounds. */
@@ -370,13 +372,13 @@ static double dp_partition(uint32_t mask, uint32_t k, const double *val, double 
 	}
 	uint32_t low = mask & (~mask + 1u);
 	uint32_t rest = mask ^ low;
-	uint32_t bits[32];
+	uint32_t bits[32] = { 0 };
 	uint32_t nb = 0;
 	for (uint32_t m = rest; m; m &= m - 1) {
 		bits[nb++] = m & (~m + 1u);
 	}
 	/* Combinations of k-1 of the remaining groups, lexicographic. */
-	uint32_t idx[32];
+	uint32_t idx[32] = { 0 };
 	double best = INFINITY;
 	uint32_t best_s = 0;
 	uint32_t need = k - 1;
@@ -595,20 +597,31 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	bool use_dp = Q <= TOPO_DP_MAX_GROUPS && n_sets <= TOPO_DP_MAX_SETS;
 	bool solve_all = use_dp && k > 1 && n_sets <= TOPO_SOLVE_ALL_SETS
 			 && n_sets * P_S(gs) <= TOPO_SOLVE_ALL_SLOTS;
+	/* The node sub-layers share the layer's work: small nodes go to
+	 * GLPK's MIP, whose budget (seconds when it cannot prove) the whole
+	 * layer would not have spent; beyond 8 sub-layers each gets a share. */
+	uint64_t n_solves = solve_all ? n_sets : gs.M;
+	if (n_solves > TOPO_FULL_EFFORT_SOLVES) {
+		gs.sub_opts.effort = opts->effort * TOPO_FULL_EFFORT_SOLVES / (double)n_solves;
+	}
 	size_t n_masks = use_dp ? (size_t)1 << Q : 1;
-	double *gload = calloc(Q, sizeof(*gload));
-	uint32_t *node_groups = calloc(Q, sizeof(*node_groups));
-	uint32_t *ids = calloc(Ek, sizeof(*ids));
-	uint32_t *r_scratch = calloc(Ek, sizeof(*r_scratch));
-	double *size_scratch = calloc(Ek, sizeof(*size_scratch));
+	/* (sizes of at least 1: pl_check_groups makes Q and Ek positive, but
+	 * the static analyser cannot see it) */
+	size_t q_alloc = Q ? Q : 1;
+	size_t ek_alloc = Ek ? Ek : 1;
+	double *gload = calloc(q_alloc, sizeof(*gload));
+	uint32_t *node_groups = calloc(q_alloc, sizeof(*node_groups));
+	uint32_t *ids = calloc(ek_alloc, sizeof(*ids));
+	uint32_t *r_scratch = calloc(ek_alloc, sizeof(*r_scratch));
+	double *size_scratch = calloc(ek_alloc, sizeof(*size_scratch));
 	double *val = use_dp ? malloc(sizeof(*val) * n_masks) : NULL;
 	double *f = use_dp ? malloc(sizeof(*f) * n_masks) : NULL;
 	uint32_t *choice = use_dp ? calloc(n_masks, sizeof(*choice)) : NULL;
 	/* Solved node sub-layers: one per k-subset (solve_all) or per node. */
 	uint32_t n_sub = solve_all ? (uint32_t)n_sets : gs.M;
-	struct mp_placement *subs = calloc(n_sub, sizeof(*subs));
+	struct mp_placement *subs = calloc(n_sub ? n_sub : 1, sizeof(*subs));
 	uint32_t *sub_of_mask = solve_all ? calloc(n_masks, sizeof(*sub_of_mask)) : NULL;
-	gs.sub_w = calloc(Ek, sizeof(*gs.sub_w));
+	gs.sub_w = calloc(ek_alloc, sizeof(*gs.sub_w));
 	if (!gload || !node_groups || !ids || !r_scratch || !size_scratch || !subs || !gs.sub_w
 	    || (use_dp && (!val || !f || !choice)) || (solve_all && !sub_of_mask)) {
 		goto out;
@@ -655,11 +668,12 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		if (b0 > bound) {
 			bound = b0;
 		}
-		if (solve_all) {
+		if (solve_all && sub_of_mask) {
 			/* The bound over assignments from each node's proven bound. */
 			for (uint32_t m = 0; m <= full; m++) {
-				if (!isnan(val[m])) {
-					val[m] = subs[sub_of_mask[m]].layers[0].lower_bound;
+				const struct mp_placement *sp = &subs[sub_of_mask[m]];
+				if (!isnan(val[m]) && sp->layers) {
+					val[m] = sp->layers[0].lower_bound;
 				}
 				f[m] = NAN;
 			}
@@ -669,8 +683,9 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			}
 			/* The best assignment over the solver's node plans. */
 			for (uint32_t m = 0; m <= full; m++) {
-				if (!isnan(val[m])) {
-					val[m] = subs[sub_of_mask[m]].layers[0].max_load;
+				const struct mp_placement *sp = &subs[sub_of_mask[m]];
+				if (!isnan(val[m]) && sp->layers) {
+					val[m] = sp->layers[0].max_load;
 				}
 				f[m] = NAN;
 			}
@@ -691,7 +706,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	for (uint32_t n = 0; n < gs.M; n++) {
 		const uint32_t *ng = node_groups + n * k;
 		const struct mp_layer_placement *sub;
-		if (solve_all) {
+		if (solve_all && sub_of_mask) {
 			uint32_t m = 0;
 			for (uint32_t j = 0; j < k; j++) {
 				m |= 1u << ng[j];

@@ -583,6 +583,23 @@ static int place_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			struct pl_prob prob;
 			pl_prob_init(&prob, w, E, G, S);
 			rc = pl_balance_nodes(G, S, P, opts->effort, prob.eps, out);
+			/* The exchanges never raise a GPU above the busiest, but can
+			 * lower the busiest itself (a search the time limit cut
+			 * short): keep max_load, gap and status true. */
+			double mx = 0;
+			for (uint32_t g = 0; g < G; g++) {
+				mx = out->gpu_load[g] > mx ? out->gpu_load[g] : mx;
+			}
+			if (rc == 0 && mx < out->max_load) {
+				out->max_load = mx;
+				if (out->lower_bound > mx) {
+					out->lower_bound = mx;
+				}
+				out->gap = mx > 0 ? (mx - out->lower_bound) / mx : 0;
+				if (out->status == MP_PLACE_FEASIBLE && mx <= out->lower_bound + prob.tol) {
+					out->status = MP_PLACE_OPTIMAL;
+				}
+			}
 		}
 	}
 	if (rc == 0 && out->node_load && P != 0) {

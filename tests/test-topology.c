@@ -467,10 +467,12 @@ static void topology__cli_options(void **state)
 		    "--group-limited", "4", "--balance-nodes", NULL);
 	assert_int_equal(r.status, 2);
 	cli_result_free(&r);
+	/* 8 groups split over 2 nodes, but not over the file's 12 experts:
+	 * bad input (the loads decide), not a usage error */
 	r = cli_run("place", csv, "--gpus", "8", "--slots", "16", "--gpus-per-node", "4",
-		    "--group-limited", "5", NULL);
+		    "--group-limited", "8", NULL);
 	assert_int_equal(r.status, 1);
-	assert_non_null(strstr(r.err, "group"));
+	assert_non_null(strstr(r.err, "8 expert groups do not divide the 12 experts"));
 	cli_result_free(&r);
 	r = cli_run("place", csv, "--gpus", "8", "--slots", "16", "--gpus-per-node", "4",
 		    "--group-limited", "4", "--format", "json", NULL);
@@ -480,6 +482,74 @@ static void topology__cli_options(void **state)
 	/* layer 0's busiest GPU, 151 by hand (see above) */
 	assert_non_null(strstr(r.out, "\"max_load\": 151"));
 	cli_result_free(&r);
+}
+
+/* A group-limited plan keeps its promise through the tools that read it:
+ * `check` refuses a copy with one replica moved to another node (naming
+ * layer, GPU and slot), and `replan`, which moves replicas between any
+ * GPUs, refuses the plan instead of silently breaking the groups. */
+static void topology__check_and_replan_respect_group_limits(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/moeplan-topo-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char plan[512];
+	char bad[512];
+	snprintf(plan, sizeof(plan), "%s/gl.json", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.json", dir);
+	const char *csv = src_path("tests/data/placement/eplb-example.csv");
+	struct cli_result r = cli_run("place", csv, "--gpus", "8", "--slots", "16", "--gpus-per-node",
+				      "4", "--group-limited", "4", "--format", "json", "-o", plan, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", plan, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	/* Swap the experts of slot 0 (node 0) and slot 15 (node 1) of layer 0
+	 * in both places the plan names them. */
+	char *text = cli_slurp(plan);
+	assert_non_null(text);
+	char *p2l = strstr(text, "\"physical_to_logical\"");
+	assert_non_null(p2l);
+	char *row = strchr(strchr(p2l, '[') + 1, '[');
+	assert_non_null(row);
+	unsigned v[16];
+	int used = 0;
+	assert_int_equal(sscanf(row, "[%u, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u, %u]%n",
+				&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+				&v[10], &v[11], &v[12], &v[13], &v[14], &v[15], &used), 16);
+	assert_true(v[0] / 3 != v[15] / 3); /* groups of 3 experts on different nodes */
+	unsigned t = v[0];
+	v[0] = v[15];
+	v[15] = t;
+	FILE *f = fopen(bad, "wb");
+	assert_non_null(f);
+	/* the placement object alone: physical_to_logical and node fields */
+	fprintf(f, "{\"gpus\": 8, \"slots_per_gpu\": 2, \"n_experts\": 12, \"gpus_per_node\": 4, "
+		   "\"node_policy\": \"group_limited\", \"n_groups\": 4, \"physical_to_logical\": [[");
+	for (int i = 0; i < 16; i++) {
+		fprintf(f, "%u%s", v[i], i < 15 ? ", " : "]]}\n");
+	}
+	assert_int_equal(fclose(f), 0);
+	free(text);
+	r = cli_run("check", bad, NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "physical_to_logical[0][0] (layer 0, GPU 0, slot 0)"));
+	assert_non_null(strstr(r.err, "physical_to_logical[0][15] (layer 0, GPU 7, slot 1)"));
+	cli_result_free(&r);
+	r = cli_run("replan", "--plan", plan, "--loads", csv, NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "group_limited"));
+	cli_result_free(&r);
+	/* groups that cannot split evenly over the nodes: a usage error */
+	r = cli_run("place", csv, "--gpus", "8", "--slots", "16", "--gpus-per-node", "2",
+		    "--group-limited", "2", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--group-limited"));
+	cli_result_free(&r);
+	unlink(plan);
+	unlink(bad);
+	rmdir(dir);
 }
 
 int main(void)
@@ -494,6 +564,7 @@ int main(void)
 		cmocka_unit_test(topology__balance_keeps_busiest_gpu),
 		cmocka_unit_test(topology__rejects_shapes_groups_cannot_take),
 		cmocka_unit_test(topology__cli_options),
+		cmocka_unit_test(topology__check_and_replan_respect_group_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

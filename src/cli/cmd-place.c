@@ -43,8 +43,8 @@ static const struct cli_option_help place_help[] = {
 		   "and keep every replica of a group on one node, so a token that uses k groups "
 		   "reaches at most k nodes (DeepSeek-V3: 8); default: off"},
 	{"FRACTION", "stop a layer's search once (max - bound) / max <= FRACTION (default 0)"},
-	{"X", "multiply the search's work budgets by X (default 1; more is slower and may find "
-	      "better plans; plans stay deterministic)"},
+	{"X", "multiply the search's work budgets by X, 0.001 to 1000 (default 1; more is slower "
+	      "and may find better plans; plans stay deterministic)"},
 	{"FILE", "write the placement to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
 	{NULL, "show GLPK's own log on stderr"},
@@ -202,6 +202,12 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 		return cli_usage("place", "--%s needs --gpus-per-node N",
 				 a->have_balance ? "balance-nodes" : "group-limited");
 	}
+	if (a->have_groups && a->opts.n_groups % (a->gpus / a->opts.gpus_per_node) != 0) {
+		return cli_usage("place", "--group-limited %u: every node holds the same number of "
+				 "groups, so GROUPS must be a multiple of the %u nodes (--gpus %u / "
+				 "--gpus-per-node %u)", a->opts.n_groups, a->gpus / a->opts.gpus_per_node,
+				 a->gpus, a->opts.gpus_per_node);
+	}
 	if (a->output && cli_same_file(a->output, a->loads)) {
 		return cli_usage("place", "'%s' is the input; refusing to overwrite it", a->output);
 	}
@@ -257,13 +263,20 @@ int cmd_place(int argc, char **argv)
 	exit_code = cli_emit(doc, a.output, a.json);
 	if (exit_code == EXIT_OK && !cli_quiet && a.output && strcmp(a.output, "-") != 0) {
 		uint32_t optimal = 0;
+		uint32_t stopped = 0;
 		double worst = 0;
 		for (uint32_t l = 0; l < pl.n_layers; l++) {
 			optimal += pl.layers[l].status == MP_PLACE_OPTIMAL;
+			stopped += pl.layers[l].status == MP_PLACE_TIME_LIMIT;
 			worst = pl.layers[l].gap > worst ? pl.layers[l].gap : worst;
 		}
-		fprintf(stderr, "moeplan place: %u layers, %u proven optimal, worst gap %.3g%%; wrote %s\n",
-			pl.n_layers, optimal, worst * 100, a.output);
+		char limit_note[96] = "";
+		if (stopped > 0) {
+			snprintf(limit_note, sizeof(limit_note),
+				 ", %u stopped by --time-limit (status time_limit)", stopped);
+		}
+		fprintf(stderr, "moeplan place: %u layers, %u proven optimal%s, worst gap %.3g%%; wrote %s\n",
+			pl.n_layers, optimal, limit_note, worst * 100, a.output);
 		if (pl.gpus_per_node != 0 && pl.gpus / pl.gpus_per_node > 1) {
 			double node_worst = 1;
 			double price = 1;
