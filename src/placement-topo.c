@@ -90,71 +90,80 @@ static uint32_t heaviest_node(const struct balance *b)
 	return a;
 }
 
-/* Whole GPUs into nodes: GPUs are identical, so any assignment keeps every
- * GPU's load; LPT with P per node, then exchanges of two GPUs between the
- * busiest node and another while that lowers the pair's larger load. */
-static void assign_gpus(struct balance *b, const double *gpu_load, uint32_t *order)
+/* n items of size[n] into bins of per_bin items each (n = bins * per_bin):
+ * heaviest first onto the lightest bin with room (lowest index on ties:
+ * EPLB's balanced_packing), then up to max_exchanges exchanges of two
+ * items between the heaviest bin and another, each the one that lowers
+ * the pair's larger load most. bin_of[n] gets each item's bin, order[n]
+ * the items heaviest first (ties by index). Returns 0 or MP_ENOMEM. */
+static int pack_even(const double *size, uint32_t n, uint32_t bins, uint32_t per_bin,
+		     uint64_t max_exchanges, uint32_t *bin_of, uint32_t *order)
 {
-	uint32_t *fill = calloc(b->M, sizeof(*fill));
-	if (!fill) {
-		for (uint32_t g = 0; g < b->G; g++) {
-			b->node_of[g] = g / b->P;
-		}
-		return;
+	uint32_t *fill = calloc(bins, sizeof(*fill));
+	double *bin = calloc(bins, sizeof(*bin));
+	if (!fill || !bin) {
+		free(fill);
+		free(bin);
+		return MP_ENOMEM;
 	}
-	pl_sort_desc(order, gpu_load, b->G);
-	for (uint32_t n = 0; n < b->M; n++) {
-		b->node[n] = 0;
-	}
-	for (uint32_t i = 0; i < b->G; i++) {
+	pl_sort_desc(order, size, n);
+	double total = 0;
+	for (uint32_t i = 0; i < n; i++) {
 		uint32_t best = UINT32_MAX;
-		for (uint32_t n = 0; n < b->M; n++) {
-			if (fill[n] < b->P && (best == UINT32_MAX || b->node[n] < b->node[best])) {
-				best = n;
+		for (uint32_t b = 0; b < bins; b++) {
+			if (fill[b] < per_bin && (best == UINT32_MAX || bin[b] < bin[best])) {
+				best = b;
 			}
 		}
-		uint32_t g = order[i];
-		b->node_of[g] = best;
-		b->node[best] += gpu_load[g];
+		bin_of[order[i]] = best;
+		bin[best] += size[order[i]];
 		fill[best]++;
+		total += size[order[i]];
 	}
-	free(fill);
-	while (b->ops > 0) {
-		uint32_t a = heaviest_node(b);
-		double best_max = b->node[a] - b->eps;
-		uint32_t ga = UINT32_MAX;
-		uint32_t gb = UINT32_MAX;
-		for (uint32_t x = 0; x < b->G; x++) {
-			if (b->node_of[x] != a) {
+	double eps = 1e-12 * total;
+	for (uint64_t it = 0; it < max_exchanges; it++) {
+		uint32_t a = 0;
+		for (uint32_t b = 1; b < bins; b++) {
+			if (bin[b] > bin[a]) {
+				a = b;
+			}
+		}
+		double best_max = bin[a] - eps;
+		uint32_t xa = UINT32_MAX;
+		uint32_t xb = UINT32_MAX;
+		for (uint32_t x = 0; x < n; x++) {
+			if (bin_of[x] != a) {
 				continue;
 			}
-			for (uint32_t y = 0; y < b->G; y++) {
-				uint32_t nb = b->node_of[y];
-				double d = gpu_load[x] - gpu_load[y];
-				if (nb == a || !(d > 0)) {
+			for (uint32_t y = 0; y < n; y++) {
+				uint32_t b = bin_of[y];
+				double d = size[x] - size[y];
+				if (b == a || !(d > 0)) {
 					continue;
 				}
-				double na = b->node[a] - d;
-				double nn = b->node[nb] + d;
-				double m = na > nn ? na : nn;
+				double na = bin[a] - d;
+				double nb = bin[b] + d;
+				double m = na > nb ? na : nb;
 				if (m < best_max) {
 					best_max = m;
-					ga = x;
-					gb = y;
+					xa = x;
+					xb = y;
 				}
 			}
 		}
-		b->ops = b->ops > b->G ? b->ops - b->G : 0;
-		if (ga == UINT32_MAX) {
+		if (xa == UINT32_MAX) {
 			break;
 		}
-		double d = gpu_load[ga] - gpu_load[gb];
-		uint32_t nb = b->node_of[gb];
-		b->node[a] -= d;
-		b->node[nb] += d;
-		b->node_of[ga] = nb;
-		b->node_of[gb] = a;
+		double d = size[xa] - size[xb];
+		uint32_t b = bin_of[xb];
+		bin[a] -= d;
+		bin[b] += d;
+		bin_of[xa] = b;
+		bin_of[xb] = a;
 	}
+	free(fill);
+	free(bin);
+	return 0;
 }
 
 static bool gpu_has(const uint32_t *slot_expert, uint32_t S, uint32_t g, uint32_t e)
@@ -252,11 +261,17 @@ int pl_balance_nodes(uint32_t G, uint32_t S, uint32_t P, double effort, double e
 	if (!b.node || !b.node_of || !order || !new_slot || !new_load || !new_gpu || !fill) {
 		goto out;
 	}
-	/* Work budgets: a few passes over all GPU pairs, and over all pairs of
-	 * a node's slots with every slot, scaled by effort. */
-	double budget = effort * (4.0 * G * G + 1e4);
-	b.ops = budget < 1e12 ? (uint64_t)budget : (uint64_t)1e12;
-	assign_gpus(&b, lp->gpu_load, order);
+	/* Whole GPUs into nodes first: GPUs are identical, so any assignment
+	 * keeps every GPU's load. Work budgets: exchanges a few times the GPU
+	 * count, and replica exchanges over all pairs of a node's slots with
+	 * every slot, scaled by effort. */
+	double exchanges = effort * (4.0 * G + 16);
+	rc = pack_even(lp->gpu_load, G, b.M, P, exchanges < 1e9 ? (uint64_t)exchanges : (uint64_t)1e9,
+		       b.node_of, order);
+	if (rc != 0) {
+		goto out;
+	}
+	rc = MP_ENOMEM;
 	/* Renumber: node n's GPUs, in their old order, become n*P .. n*P+P-1. */
 	for (uint32_t g = 0; g < G; g++) {
 		uint32_t nn = b.node_of[g];
@@ -433,92 +448,27 @@ static uint64_t binomial(uint32_t n, uint32_t k)
 	return c;
 }
 
-/* Groups onto nodes largest first (k per node), then exchanges of two
- * groups between the heaviest node and another while the pair's larger
- * load falls. node_groups[M * k]. */
-static void groups_lpt(const struct groups *gs, const double *gload, uint32_t *node_groups)
+/* Groups onto nodes largest first (k per node) with exchanges (pack_even);
+ * node_groups[M * k], each node's groups in ascending order. */
+static int groups_lpt(const struct groups *gs, const double *gload, uint32_t *node_groups)
 {
 	uint32_t Q = gs->Q;
-	uint32_t M = gs->M;
-	uint32_t k = gs->k;
 	uint32_t *order = calloc(Q, sizeof(*order));
 	uint32_t *node_of = calloc(Q, sizeof(*node_of));
-	uint32_t *fill = calloc(M, sizeof(*fill));
-	double *node = calloc(M, sizeof(*node));
-	if (!order || !node_of || !fill || !node) {
+	uint32_t *fill = calloc(gs->M, sizeof(*fill));
+	int rc = MP_ENOMEM;
+	if (order && node_of && fill
+	    && pack_even(gload, Q, gs->M, gs->k, 4ull * Q * Q, node_of, order) == 0) {
 		for (uint32_t q = 0; q < Q; q++) {
-			node_groups[q] = q;
+			uint32_t n = node_of[q];
+			node_groups[n * gs->k + fill[n]++] = q;
 		}
-		goto out;
+		rc = 0;
 	}
-	pl_sort_desc(order, gload, Q);
-	for (uint32_t i = 0; i < Q; i++) {
-		uint32_t best = UINT32_MAX;
-		for (uint32_t n = 0; n < M; n++) {
-			if (fill[n] < k && (best == UINT32_MAX || node[n] < node[best])) {
-				best = n;
-			}
-		}
-		node_of[order[i]] = best;
-		node[best] += gload[order[i]];
-		fill[best]++;
-	}
-	double eps = 0;
-	for (uint32_t n = 0; n < M; n++) {
-		eps += node[n];
-	}
-	eps *= 1e-12;
-	for (uint32_t iter = 0; iter < 4 * Q * Q; iter++) {
-		uint32_t a = 0;
-		for (uint32_t n = 1; n < M; n++) {
-			if (node[n] > node[a]) {
-				a = n;
-			}
-		}
-		double best_max = node[a] - eps;
-		uint32_t qa = UINT32_MAX;
-		uint32_t qb = UINT32_MAX;
-		for (uint32_t x = 0; x < Q; x++) {
-			if (node_of[x] != a) {
-				continue;
-			}
-			for (uint32_t y = 0; y < Q; y++) {
-				double d = gload[x] - gload[y];
-				if (node_of[y] == a || !(d > 0)) {
-					continue;
-				}
-				double na = node[a] - d;
-				double nn = node[node_of[y]] + d;
-				double m = na > nn ? na : nn;
-				if (m < best_max) {
-					best_max = m;
-					qa = x;
-					qb = y;
-				}
-			}
-		}
-		if (qa == UINT32_MAX) {
-			break;
-		}
-		double d = gload[qa] - gload[qb];
-		uint32_t nb = node_of[qb];
-		node[a] -= d;
-		node[nb] += d;
-		node_of[qa] = nb;
-		node_of[qb] = a;
-	}
-	for (uint32_t n = 0; n < M; n++) {
-		fill[n] = 0;
-	}
-	for (uint32_t q = 0; q < Q; q++) {
-		uint32_t n = node_of[q];
-		node_groups[n * k + fill[n]++] = q;
-	}
-out:
 	free(order);
 	free(node_of);
 	free(fill);
-	free(node);
+	return rc;
 }
 
 /* Copy node n's sub-plan (its groups in set[k]) into GPUs n*P.. of out. */
@@ -698,7 +648,11 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		}
 		method = solve_all ? M_GROUPS_ALL : M_GROUPS_DP;
 	} else {
-		groups_lpt(&gs, gload, node_groups);
+		rc = groups_lpt(&gs, gload, node_groups);
+		if (rc != 0) {
+			goto out;
+		}
+		rc = MP_ENOMEM;
 		bound = simple_bound(&gs, gload, mean);
 		method = M_GROUPS_LPT;
 	}
@@ -827,13 +781,14 @@ int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpu
 	uint32_t *order = calloc(Q, sizeof(*order));
 	uint32_t *node_groups = calloc(Q, sizeof(*node_groups));
 	uint32_t *fill = calloc(M, sizeof(*fill));
-	double *node = calloc(M, sizeof(*node));
+	uint32_t *group_node = calloc(Q, sizeof(*group_node));
 	double *sub_w = calloc(Ek, sizeof(*sub_w));
 	uint32_t *ids = calloc(Ek, sizeof(*ids));
 	uint32_t *map = calloc(n64, sizeof(*map));
 	uint32_t *sub_slot = calloc((size_t)P * S, sizeof(*sub_slot));
 	int rc = MP_ENOMEM;
-	if (!gload || !order || !node_groups || !fill || !node || !sub_w || !ids || !map || !sub_slot) {
+	if (!gload || !order || !node_groups || !fill || !group_node || !sub_w || !ids || !map
+	    || !sub_slot) {
 		goto out;
 	}
 	for (uint32_t q = 0; q < Q; q++) {
@@ -847,16 +802,14 @@ int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpu
 			node_groups[q] = q;
 		}
 	} else {
-		pl_sort_desc(order, gload, Q);
+		/* (no exchanges: EPLB's own packing); a node's groups in the
+		 * order they arrived, heaviest first, as EPLB ranks them */
+		if (pack_even(gload, Q, M, k, 0, group_node, order) != 0) {
+			goto out;
+		}
 		for (uint32_t i = 0; i < Q; i++) {
-			uint32_t best = UINT32_MAX;
-			for (uint32_t n = 0; n < M; n++) {
-				if (fill[n] < k && (best == UINT32_MAX || node[n] < node[best])) {
-					best = n;
-				}
-			}
-			node_groups[best * k + fill[best]++] = order[i];
-			node[best] += gload[order[i]];
+			uint32_t n = group_node[order[i]];
+			node_groups[n * k + fill[n]++] = order[i];
 		}
 	}
 	for (uint32_t n = 0; n < M; n++) {
@@ -890,7 +843,7 @@ out:
 	free(order);
 	free(node_groups);
 	free(fill);
-	free(node);
+	free(group_node);
 	free(sub_w);
 	free(ids);
 	free(map);
