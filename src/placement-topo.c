@@ -271,7 +271,6 @@ int pl_balance_nodes(uint32_t G, uint32_t S, uint32_t P, double effort, double e
 	if (rc != 0) {
 		goto out;
 	}
-	rc = MP_ENOMEM;
 	/* Renumber: node n's GPUs, in their old order, become n*P .. n*P+P-1. */
 	for (uint32_t g = 0; g < G; g++) {
 		uint32_t nn = b.node_of[g];
@@ -652,7 +651,6 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		if (rc != 0) {
 			goto out;
 		}
-		rc = MP_ENOMEM;
 		bound = simple_bound(&gs, gload, mean);
 		method = M_GROUPS_LPT;
 	}
