@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 bool cli_quiet;
 
@@ -159,6 +160,43 @@ int cli_emit(const struct mp_doc *doc, const char *path, bool json)
 		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
 			  cli_write_error(rc, err));
 		return EXIT_INPUT;
+	}
+	return EXIT_OK;
+}
+
+int cli_check_outputs(const char *const *outputs, size_t n_outputs)
+{
+	for (size_t o = 0; o < n_outputs; o++) {
+		const char *out = outputs[o];
+		if (!out || strcmp(out, "-") == 0 || out[0] == '\0') {
+			continue;
+		}
+		struct stat st;
+		if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+			cli_error("%s: cannot write: %s", out, strerror(EISDIR));
+			return EXIT_INPUT;
+		}
+		/* the folder: everything up to the last '/', or "." */
+		char dir[4096];
+		const char *slash = strrchr(out, '/');
+		size_t len = slash ? (size_t)(slash - out) : 0;
+		if (len >= sizeof(dir)) {
+			continue;
+		}
+		if (slash) {
+			memcpy(dir, out, len);
+			dir[len] = '\0';
+			if (len == 0) {
+				strcpy(dir, "/");
+			}
+		} else {
+			strcpy(dir, ".");
+		}
+		if (access(dir, W_OK | X_OK) != 0) {
+			int err = errno;
+			cli_error("%s: cannot write: %s", out, strerror(err));
+			return EXIT_INPUT;
+		}
 	}
 	return EXIT_OK;
 }

@@ -211,7 +211,7 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 	if (a->output && cli_same_file(a->output, a->loads)) {
 		return cli_usage("place", "'%s' is the input; refusing to overwrite it", a->output);
 	}
-	return 0;
+	return cli_check_outputs(&a->output, 1);
 }
 
 int cmd_place(int argc, char **argv)

@@ -212,6 +212,10 @@ int cmd_plan(int argc, char **argv)
 		status = EXIT_USAGE;
 		goto out;
 	}
+	status = cli_check_outputs(outputs, 4);
+	if (status != EXIT_OK) {
+		goto out;
+	}
 	rc = mp_plan_build(&scenario, &opts, &plan, &diags);
 	if (rc) {
 		status = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;

@@ -309,7 +309,7 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			return cli_usage("replan", "'%s' is an input; refusing to overwrite it", outs[i]);
 		}
 	}
-	return 0;
+	return cli_check_outputs(outs, sizeof(outs) / sizeof(outs[0]));
 }
 
 bool cli_parse_export(const char *cmd, const char *text)
