@@ -635,6 +635,9 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 /* A [layers][slots] list of expert ids into a new uint32 array. With the
  * GPU count known (gpus > 0, dividing the slots), a bad cell's message
  * also names its GPU and its slot on that GPU. */
+/* An id that did not parse (already reported at its line:col). */
+#define MAP_BAD_ID UINT32_MAX
+
 static bool read_id_matrix(struct ld *ld, const yaml_node_t *node, const char *what, uint32_t gpus,
 			   uint32_t **ids_out, uint32_t *rows_out, uint32_t *cols_out, uint32_t *max_id)
 {
@@ -704,7 +707,9 @@ static bool read_id_matrix(struct ld *ld, const yaml_node_t *node, const char *w
 			}
 			uint64_t v = 0;
 			if (!ld_get_u64(ld, cell, field, 0, MP_MAX_EXPERTS - 1, &v)) {
-				ok = false;
+				/* reported; the rest of the map is still checked
+				 * (check_ids skips this slot) */
+				ids[r * cols + c] = MAP_BAD_ID;
 				continue;
 			}
 			ids[r * cols + c] = (uint32_t)v;
@@ -1021,6 +1026,9 @@ static bool check_ids(struct ld *ld, const struct map_source *m, const uint32_t 
 			uint32_t e = ids[(size_t)l * slots + s];
 			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[s]);
 			uint32_t g = s / per_gpu;
+			if (e == MAP_BAD_ID) {
+				continue;
+			}
 			if (e >= n_experts) {
 				map_problem(&mp, cell, "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is out "
 					    "of range (the model has %u experts, ids 0 to %u)", m->what, l, s, l,
@@ -1033,7 +1041,7 @@ static bool check_ids(struct ld *ld, const struct map_source *m, const uint32_t 
 			} else if (distinct) {
 				/* Worded, at the file level, as `moeplan check` has
 				 * always printed it: scripts and tests match it. */
-				map_problem(&mp, NULL, "layer %u, GPU %u: slot %u (physical %u) holds expert %u, "
+				map_problem(&mp, cell, "layer %u, GPU %u: slot %u (physical %u) holds expert %u, "
 					    "already in slot %u (physical %u) of the same GPU", l, g, s % per_gpu,
 					    s, e, (first[e] - 1) % per_gpu, first[e] - 1);
 			}
@@ -1112,8 +1120,14 @@ static int load_map(const char *path, const char *phase, uint32_t gpus, bool dis
 			 "slots on %u GPUs (%u per GPU)", file_per_gpu, slots, gpus, per_gpu);
 		goto done;
 	}
-	check_gpu_experts(&ld, &m, ids, rows, slots, per_gpu);
-	if (ld.status != 0) {
+	/* Ids that did not parse were reported by read_id_matrix; the checks
+	 * below still run, so that one pass shows every problem. */
+	bool bad_ids = ld.status != 0;
+	size_t errors_before = ld.errors;
+	if (!bad_ids) {
+		check_gpu_experts(&ld, &m, ids, rows, slots, per_gpu);
+	}
+	if (ld.errors != errors_before) {
 		goto done;
 	}
 	uint32_t n_experts = max_id + 1;
@@ -1123,7 +1137,7 @@ static int load_map(const char *path, const char *phase, uint32_t gpus, bool dis
 	if (m.n_experts && !ld_get_u32(&ld, m.n_experts, "n_experts", 1, MP_MAX_EXPERTS, &n_experts)) {
 		goto done;
 	}
-	if (ld.status != 0) {
+	if (ld.errors != errors_before) {
 		goto done;
 	}
 	/* Every id in range, every expert placed at least once and, when

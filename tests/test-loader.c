@@ -1023,16 +1023,50 @@ static void loader__plan_as_loads_is_one_error(void **state)
  * slots, 4 experts; layer 0 [0, 0 | 2, 3]: expert 0 twice on GPU 0,
  * expert 1 nowhere; layer 1 [0, 1 | 3, 3]: expert 3 twice on GPU 1,
  * expert 2 nowhere; layer 2 is fine. */
+/* Ids that do not parse do not hide the rest: tests/data/placement/
+ * map-range-and-dup.json, 2 GPUs x 2 slots, [0, 0 | 1, 2] (expert 0 twice
+ * on GPU 0, expert 3 nowhere), [0, 1 | 2, 70000] (70000 above the id
+ * limit, so expert 3 nowhere), [0, 1 | 3, -1]. */
+static void loader__map_bad_ids_do_not_hide_other_problems(void **state)
+{
+	(void)state;
+	struct mp_placement p;
+	struct mp_diags d;
+	mp_placement_init(&p);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map_strict("tests/data/placement/map-range-and-dup.json", NULL, 2, &p,
+					    &d), MP_EINVAL);
+	bool range = false;
+	bool negative = false;
+	bool dup = false;
+	bool missing = false;
+	for (size_t i = 0; i < d.count; i++) {
+		const char *m = d.items[i].message;
+		range = range || (strstr(m, "physical_to_logical[1][3]") && strstr(m, "70000"));
+		negative = negative || (strstr(m, "physical_to_logical[2][3]") && strstr(m, "-1"));
+		dup = dup || strstr(m, "layer 0, GPU 0: slot 1 (physical 1) holds expert 0");
+		missing = missing || strstr(m, "physical_to_logical[1]: expert 3 has no slot");
+	}
+	assert_true(range);
+	assert_true(negative);
+	assert_true(dup);
+	assert_true(missing);
+	mp_diags_finish(&d);
+	mp_placement_finish(&p);
+}
+
 static void loader__map_reports_every_problem(void **state)
 {
 	(void)state;
 	const char *path = "tests/data/bad/map-dup-and-missing.yaml";
 	static const char *const expected[] = {
-		"tests/data/bad/map-dup-and-missing.yaml: error: layer 0, GPU 0: slot 1 (physical 1) "
+		/* line 7 "- [0, 0, 2, 3]": the second 0 is column 7 */
+		"tests/data/bad/map-dup-and-missing.yaml:7:7: error: layer 0, GPU 0: slot 1 (physical 1) "
 		"holds expert 0, already in slot 0 (physical 0) of the same GPU",
 		"tests/data/bad/map-dup-and-missing.yaml:7:3: error: physical_to_logical[0]: expert 1 "
 		"has no slot (every expert needs at least one)",
-		"tests/data/bad/map-dup-and-missing.yaml: error: layer 1, GPU 1: slot 1 (physical 3) "
+		/* line 8 "- [0, 1, 3, 3]": the second 3 is column 13 */
+		"tests/data/bad/map-dup-and-missing.yaml:8:13: error: layer 1, GPU 1: slot 1 (physical 3) "
 		"holds expert 3, already in slot 0 (physical 2) of the same GPU",
 		"tests/data/bad/map-dup-and-missing.yaml:8:3: error: physical_to_logical[1]: expert 2 "
 		"has no slot (every expert needs at least one)",
@@ -1133,6 +1167,7 @@ int main(void)
 		cmocka_unit_test(loader__tiny_loads_are_accepted),
 		cmocka_unit_test(loader__plan_as_loads_is_one_error),
 		cmocka_unit_test(loader__map_reports_every_problem),
+		cmocka_unit_test(loader__map_bad_ids_do_not_hide_other_problems),
 		cmocka_unit_test(loader__overflow_names_field_and_range),
 	};
 	return cmocka_run_group_tests(tests, to_source_root, NULL);

@@ -869,8 +869,9 @@ static void placement__cli_check_catches_broken_maps(void **state)
 		const char *file;
 		const char *message;
 	} cases[] = {
+		/* column 79: the second "4" of the one-line file (slot 13) */
 		{ "map-duplicate.json",
-		  "map-duplicate.json: error: layer 0, GPU 6: slot 1 (physical 13) holds expert 4, "
+		  "map-duplicate.json:1:79: error: layer 0, GPU 6: slot 1 (physical 13) holds expert 4, "
 		  "already in slot 0 (physical 12) of the same GPU" },
 		{ "map-out-of-range.yaml",
 		  "map-out-of-range.yaml:6:40: error: physical_to_logical[0][11] (layer 0, GPU 5, slot 1): "
