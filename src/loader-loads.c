@@ -517,9 +517,11 @@ static bool refuse_placement(struct ld *ld, const yaml_node_t *root)
 	if (!kind) {
 		return false;
 	}
-	ld_error(ld, root, "this is %s (it has '%s'), not expert loads: pass it as the running "
-		 "placement (replan --plan, check PLAN, simulate --plan) and give observed loads here "
-		 "(a CSV or YAML of [layers][experts] counts, or SGLang's logical_count)", kind, key);
+	const char *instead = strcmp(key, "check") == 0
+		? "it holds no expert loads; give"
+		: "pass it as the running placement (replan --plan, check PLAN, simulate --plan) and give";
+	ld_error(ld, root, "this is %s (it has '%s'), not expert loads: %s observed loads here (a CSV "
+		 "or YAML of [layers][experts] counts, or SGLang's logical_count)", kind, key, instead);
 	return true;
 }
 

@@ -2,6 +2,7 @@
  * diagnostics and output. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -96,7 +97,9 @@ bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
 	char *end = NULL;
 	errno = 0;
 	unsigned long long v = strtoull(text, &end, 10);
-	if (errno || end == text || *end != '\0' || strchr(text, '-') || v < min || v > max) {
+	/* strtoull skips leading blanks; an option value should not have any */
+	if (errno || end == text || *end != '\0' || strchr(text, '-') || isspace((unsigned char)text[0])
+	    || v < min || v > max) {
 		cli_usage(cmd, "--%s '%s': expected a whole number from %u to %u", opt, text, min, max);
 		return false;
 	}
@@ -110,7 +113,8 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *text,
 	char *end = NULL;
 	errno = 0;
 	double v = strtod(text, &end);
-	if (errno || end == text || *end != '\0' || !isfinite(v) || v < min || v > max) {
+	if (errno || end == text || *end != '\0' || !isfinite(v) || isspace((unsigned char)text[0])
+	    || v < min || v > max) {
 		cli_usage(cmd, "--%s '%s': expected a number from %g to %g", opt, text, min, max);
 		return false;
 	}
