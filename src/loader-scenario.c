@@ -195,7 +195,7 @@ static const char *const scenario_keys[] = {
 };
 static const char *const phase_keys[] = {
 	"hardware", "gpus", "ep", "ep_min", "ep_max", "slots", "chunk_tokens",
-	"context_tokens", "requests_per_gpu", "tokens_per_request", NULL,
+	"context_tokens", "requests_per_gpu", "tokens_per_request", "node_policy", NULL,
 };
 static const char *const slot_rules[] = {"min_redundant", "per_gpu", "fixed_per_gpu", NULL};
 static const char *const slot_keys_all[] = {"rule", "min_redundant", "per_gpu", "slots_per_gpu", NULL};
@@ -342,6 +342,16 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 		    &p->requests_per_gpu);
 	ld_get_real(ld, ld_get(ld, node, "tokens_per_request"), FIELD("tokens_per_request"), NULL,
 		    1.0, false, MAX_TOKENS_PER_REQUEST, &p->tokens_per_request);
+	static const char *const node_policies[] = {"report", "balance", "group_limited", NULL};
+	const yaml_node_t *np = ld_get(ld, node, "node_policy");
+	int policy = MP_NODES_BALANCE;
+	if (np && ld_get_enum(ld, np, FIELD("node_policy"), node_policies, &policy)) {
+		p->node_policy = (enum mp_node_policy)policy;
+		if (policy == MP_NODES_GROUP_LIMITED && model_ok && model->n_groups == 0) {
+			ld_error(ld, np, "%s: group_limited keeps the model's expert groups within nodes, "
+				 "but the model has no groups (n_groups)", FIELD("node_policy"));
+		}
+	}
 }
 
 /* "plans/default.yaml" -> "default". */

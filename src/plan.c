@@ -158,13 +158,19 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 				NULL, widths);
 	if (rc == 0 && !widths->has_choice) {
 		rc = MP_ENOFIT;
-		for (size_t i = 0; i < widths->count; i++) {
-			if (widths->items[i].evaluated) {
-				mp_diags_add(diags, NULL, 0, 0, rc, "%s: EP%u: %s", out->phase,
-					     widths->items[i].width.ep, widths->items[i].reason);
+		size_t said = 0;
+		for (int pass = 0; pass < 2 && said == 0; pass++) {
+			/* the widths that were evaluated; if none was, why not */
+			for (size_t i = 0; i < widths->count; i++) {
+				if ((pass == 0) == widths->items[i].evaluated && widths->items[i].reason[0]) {
+					mp_diags_add(diags, NULL, 0, 0, rc, "%s: EP%u: %s", out->phase,
+						     widths->items[i].width.ep, widths->items[i].reason);
+					said++;
+				}
 			}
 		}
-		mp_diags_add(diags, NULL, 0, 0, rc, "%s: no EP width fits (see above)", out->phase);
+		mp_diags_add(diags, NULL, 0, 0, rc, "%s: no EP width fits%s", out->phase,
+			     said ? " (see above)" : "");
 	}
 	struct mp_place_options place = opts->place;
 	if (sc->time_limit_s > 0 && place.time_limit_s <= 0) {
@@ -192,11 +198,14 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
 	    out->ep % spec->hardware.gpus_per_node == 0) {
 		place.gpus_per_node = spec->hardware.gpus_per_node;
-		/* Several nodes: balance them after the busiest GPU (it never
-		 * changes the busiest GPU, and scale-out links are the slow
-		 * ones). */
+		/* Several nodes: by default balance them after the busiest GPU
+		 * (it never changes the busiest GPU, and scale-out links are
+		 * the slow ones); or keep the model's groups within nodes. */
 		if (out->ep / place.gpus_per_node > 1 && place.node_policy == MP_NODES_REPORT) {
-			place.node_policy = MP_NODES_BALANCE;
+			place.node_policy = spec->node_policy;
+			if (place.node_policy == MP_NODES_GROUP_LIMITED) {
+				place.n_groups = model->n_groups;
+			}
 		}
 	}
 	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);

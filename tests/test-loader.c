@@ -857,6 +857,14 @@ static void loader__trace_scenarios(void **state)
 	assert_int_equal(mp_phase_slots(&s.prefill, 60, 1), 60);
 	assert_int_equal(mp_phase_slots(&s.prefill, 60, 8), 64);
 	mp_scenario_finish(&s);
+	/* DeepSeek-V3 prefill at EP32 with its 8 groups kept within servers;
+	 * decode takes the default policy; 32 x 9 = 288 slots */
+	assert_int_equal(mp_load_scenario("plans/deepseek-v3-group-limited.yaml", &s, &d), 0);
+	assert_int_equal(s.prefill.node_policy, MP_NODES_GROUP_LIMITED);
+	assert_int_equal(s.decode.node_policy, MP_NODES_BALANCE);
+	assert_int_equal(s.model.n_groups, 8);
+	assert_int_equal(mp_phase_slots(&s.prefill, s.model.routed_experts, 32), 288);
+	mp_scenario_finish(&s);
 	print_diags(&d);
 	assert_int_equal(d.count, 0);
 	mp_diags_finish(&d);

@@ -552,6 +552,51 @@ static void topology__check_and_replan_respect_group_limits(void **state)
 	rmdir(dir);
 }
 
+/* A scenario can ask for group-limited placement: DeepSeek-V3 (8 groups,
+ * plans/models/deepseek-v3.yaml) prefilling at EP32 on 4 H200 servers of
+ * 8 GPUs (hardware gpus_per_node 8), two layers of issue 4's Zipf loads.
+ * The prefill placement says so and keeps every group of 32 experts on one
+ * server; decode (EP8, one server) has a single node. */
+static void topology__scenario_node_policy_group_limited(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/scenario-group-limited.yaml"),
+				      "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *prefill = strstr(r.out, "\"prefill\"");
+	assert_non_null(prefill);
+	const char *pl = strstr(prefill, "\"placement\"");
+	assert_non_null(pl);
+	assert_non_null(strstr(pl, "\"node_policy\": \"group_limited\""));
+	assert_non_null(strstr(pl, "\"n_groups\": 8"));
+	/* physical_to_logical of the prefill placement: 2 layers x 288 slots,
+	 * 9 per GPU, so 72 per server; group = expert / 32 */
+	const char *map = strstr(pl, "\"physical_to_logical\"");
+	assert_non_null(map);
+	map = strchr(map, '[');
+	assert_non_null(map);
+	map++;
+	for (int l = 0; l < 2; l++) {
+		map = strchr(map, '[');
+		assert_non_null(map);
+		map++;
+		int home[8] = { -1, -1, -1, -1, -1, -1, -1, -1 };
+		for (int p = 0; p < 288; p++) {
+			char *end = NULL;
+			long e = strtol(map, &end, 10);
+			assert_true(end != map && e >= 0 && e < 256);
+			int q = (int)(e / 32);
+			int node = p / 72;
+			if (home[q] < 0) {
+				home[q] = node;
+			}
+			assert_int_equal(home[q], node);
+			map = end + (*end == ',' ? 1 : 0);
+		}
+	}
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -565,6 +610,7 @@ int main(void)
 		cmocka_unit_test(topology__rejects_shapes_groups_cannot_take),
 		cmocka_unit_test(topology__cli_options),
 		cmocka_unit_test(topology__check_and_replan_respect_group_limits),
+		cmocka_unit_test(topology__scenario_node_policy_group_limited),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

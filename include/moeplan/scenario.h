@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "moeplan/model.h"
+#include "moeplan/placement.h"
 #include "moeplan/traffic.h"
 
 #ifdef __cplusplus
@@ -39,6 +40,10 @@ struct mp_phase_spec {
 	double tokens_per_request;     /**< tokens per request per step (1 + drafted tokens) */
 	double context_tokens;         /**< context length the KV cache must hold */
 	double chunk_tokens;           /**< prefill tokens per GPU per step */
+	enum mp_node_policy node_policy; /**< when the phase spans several nodes of the hardware's
+					      gpus_per_node: MP_NODES_BALANCE (default) or
+					      MP_NODES_GROUP_LIMITED (the model's n_groups kept within
+					      nodes) or MP_NODES_REPORT */
 };
 
 struct mp_scenario {
