@@ -191,11 +191,24 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
 	struct mp_roofline_point p;
 	double b = phase_tokens_per_gpu(phase, kind);
 	if (mp_roofline_point(model, &phase->hardware, roof_opts, &w, b, &p) != 0) {
+		bool no_peak = !(roof_opts && roof_opts->peak_flops > 0.0)
+			       && !(phase->hardware.peak_flops[model->expert_compute] > 0.0);
+		if (no_peak) {
+			snprintf(c->not_evaluated, sizeof(c->not_evaluated),
+				 "the hardware gives no %s peak, which the model's expert_compute needs",
+				 mp_compute_name(model->expert_compute));
+		} else {
+			snprintf(c->not_evaluated, sizeof(c->not_evaluated),
+				 "the roofline cannot be evaluated at EP%u with %g tokens per GPU",
+				 w.ep, b);
+		}
 		return false;
 	}
 	struct mp_capacity_input in;
 	mp_widths_capacity_input(phase, kind, &w, &in);
 	if (mp_capacity_compute(model, &phase->hardware, cap_opts, &in, &c->hbm) != 0) {
+		snprintf(c->not_evaluated, sizeof(c->not_evaluated),
+			 "the HBM capacity cannot be computed at EP%u", w.ep);
 		return false;
 	}
 	c->evaluated = true;
@@ -249,6 +262,8 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 		say(c, MP_WIDTH_EXCEEDS_DOMAIN, "exceeds the scale-up domain of %u GPUs", domain);
 	} else if (phase->gpus && ep > phase->gpus) {
 		say(c, MP_WIDTH_EXCEEDS_GPUS, "exceeds the %u GPUs available", phase->gpus);
+	} else if (!c->evaluated && c->not_evaluated[0]) {
+		say(c, MP_WIDTH_NO_SLOTS, "%s", c->not_evaluated);
 	} else if (!c->evaluated) {
 		say(c, MP_WIDTH_NO_SLOTS, "the slot rule gives no valid slot count at EP%u", ep);
 	} else if (!c->hbm.fits) {

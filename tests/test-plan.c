@@ -187,6 +187,21 @@ static void plan__usage_errors(void **state)
 	cli_result_free(&r);
 }
 
+/* A decode phase whose hardware lacks the peak the model computes in:
+ * tests/data/scenario-inline.yaml's model has expert_compute int8 and its
+ * decode runs on hardware/hgx-h100.yaml, whose peak_flops list fp8 and
+ * bf16 only. Every width says so (not "no valid slot count"), exit 1. */
+static void plan__missing_peak_is_named(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/scenario-inline.yaml"), NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "decode: EP8: the hardware gives no int8 peak"));
+	assert_null(strstr(r.err, "no valid slot count"));
+	assert_non_null(strstr(r.err, "decode: no EP width fits (see above)"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -194,6 +209,7 @@ int main(void)
 		cmocka_unit_test(plan__cli_writes_identical_plans),
 		cmocka_unit_test(plan__bad_scenario_leaves_no_output),
 		cmocka_unit_test(plan__usage_errors),
+		cmocka_unit_test(plan__missing_peak_is_named),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

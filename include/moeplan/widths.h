@@ -71,6 +71,8 @@ struct mp_width_candidate {
 	struct mp_capacity hbm;       /**< per-GPU HBM breakdown */
 	enum mp_width_verdict verdict;
 	char reason[192];             /**< one sentence for a user */
+	char not_evaluated[160];      /**< why the models could not run at this width (empty when
+					   evaluated, or when the slot rule gave no count) */
 };
 
 /** The ranked candidates of one phase; caller-owned (init/finish). */
