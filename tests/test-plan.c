@@ -202,6 +202,22 @@ static void plan__missing_peak_is_named(void **state)
 	cli_result_free(&r);
 }
 
+/* An empty output name is a usage error (exit 2), before any work. */
+static void plan__empty_output_name(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("place", src_path("plans/traces/olmoe_github.csv"), "--gpus", "8",
+				      "--slots", "72", "-o", "", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "an output file name is empty"));
+	cli_result_free(&r);
+	r = cli_run("fit", "--model", src_path("plans/models/olmoe-1b-7b.yaml"), "--hardware",
+		    src_path("hardware/hgx-h100.yaml"), "--ep", "8", "--requests", "8", "--context",
+		    "4096", "-o", "", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -210,6 +226,7 @@ int main(void)
 		cmocka_unit_test(plan__bad_scenario_leaves_no_output),
 		cmocka_unit_test(plan__usage_errors),
 		cmocka_unit_test(plan__missing_peak_is_named),
+		cmocka_unit_test(plan__empty_output_name),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -172,8 +172,12 @@ int cli_check_outputs(const char *const *outputs, size_t n_outputs)
 {
 	for (size_t o = 0; o < n_outputs; o++) {
 		const char *out = outputs[o];
-		if (!out || strcmp(out, "-") == 0 || out[0] == '\0') {
+		if (!out || strcmp(out, "-") == 0) {
 			continue;
+		}
+		if (out[0] == '\0') {
+			cli_error("an output file name is empty");
+			return EXIT_USAGE;
 		}
 		struct stat st;
 		if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {

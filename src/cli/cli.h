@@ -225,8 +225,9 @@ const char *cli_write_error(int rc, int err);
 /** Before a long run: can each output (NULL and "-" skipped) be written?
  * Not when it is a folder, or when its folder is missing or not writable
  * (the atomic writer makes its temporary file there). Prints
- * "moeplan: PATH: cannot write: REASON" and returns EXIT_INPUT, else
- * EXIT_OK. The write itself can still fail later (a full disk). */
+ * "moeplan: PATH: cannot write: REASON" and returns EXIT_INPUT (EXIT_USAGE
+ * for an empty name), else EXIT_OK. The write itself can still fail later
+ * (a full disk). */
 int cli_check_outputs(const char *const *outputs, size_t n_outputs);
 
 #endif

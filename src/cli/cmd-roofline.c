@@ -248,6 +248,10 @@ bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_
 		if (!out || strcmp(out, "-") == 0) {
 			continue;
 		}
+		if (out[0] == '\0') {
+			cli_usage(cmd, "an output file name is empty");
+			return false;
+		}
 		for (size_t i = 0; i < n_inputs; i++) {
 			if (cli_same_file(out, inputs[i])) {
 				cli_usage(cmd, "output '%s' is an input ('%s'); refusing to overwrite it",
