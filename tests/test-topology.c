@@ -276,26 +276,34 @@ static void topology__group_limited_readme_example_by_hand(void **state)
 	mp_placement_finish(&p);
 }
 
-static void topology__group_limited_keeps_groups_at_scale(void **state)
+/* DeepSeek-V3's shape: 256 experts in 8 groups on 8 nodes of 8 GPUs x 5
+ * slots, layer l of issue 4's Zipf loads (s = 1) into w[256], placed
+ * group-limited into p (one layer, checked to keep its groups). */
+enum { V3_E = 256, V3_G = 64, V3_S = 5, V3_P = 8, V3_Q = 8 };
+
+static void place_v3_group_limited(uint32_t l, double *w, struct mp_placement *p)
 {
-	(void)state;
-	/* DeepSeek-V3's shape: 256 experts, 8 groups, 8 nodes of 8 GPUs, 320
-	 * slots; Zipf loads as in issue 4's benchmark (layer 3, s = 1). */
-	enum { E = 256, G = 64, S = 5, P = 8, Q = 8 };
-	double w[E];
-	for (uint32_t e = 0; e < E; e++) {
-		w[e] = floor(1e6 / (double)(((97u * e + 31u * 3u) % E) + 1));
+	for (uint32_t e = 0; e < V3_E; e++) {
+		w[e] = floor(1e6 / (double)(((97u * e + 31u * l) % V3_E) + 1));
 	}
 	struct mp_place_options o;
 	mp_place_options_init(&o);
-	o.gpus_per_node = P;
+	o.gpus_per_node = V3_P;
 	o.node_policy = MP_NODES_GROUP_LIMITED;
-	o.n_groups = Q;
+	o.n_groups = V3_Q;
+	mp_placement_init(p);
+	assert_int_equal(mp_placement_alloc(p, 1, V3_E, V3_G, V3_S), 0);
+	assert_int_equal(mp_place_layer(w, V3_E, V3_G, V3_S, &o, &p->layers[0]), 0);
+	check_group_limited(&p->layers[0], V3_E, V3_G, V3_S, V3_P, V3_Q);
+}
+
+static void topology__group_limited_keeps_groups_at_scale(void **state)
+{
+	(void)state;
+	enum { E = V3_E, G = V3_G, S = V3_S, P = V3_P, Q = V3_Q };
+	double w[E];
 	struct mp_placement p;
-	mp_placement_init(&p);
-	assert_int_equal(mp_placement_alloc(&p, 1, E, G, S), 0);
-	assert_int_equal(mp_place_layer(w, E, G, S, &o, &p.layers[0]), 0);
-	check_group_limited(&p.layers[0], E, G, S, P, Q);
+	place_v3_group_limited(3, w, &p);
 	/* One group per node: node n carries exactly group n's load, so its
 	 * busiest GPU carries at least a P-th of it. */
 	double heaviest = 0;
@@ -326,21 +334,10 @@ static void topology__group_limited_meets_the_gap_target(void **state)
 	 * expert (1e6) and the fourth hottest (250,000), so its 40 slots must
 	 * give the first 6 or 7 replicas; the solver's first replica counts
 	 * left it 15% above the bound. Issue 4's target: within 0.5%. */
-	enum { E = 256, G = 64, S = 5, P = 8, Q = 8 };
+	enum { E = V3_E, P = V3_P, Q = V3_Q };
 	double w[E];
-	for (uint32_t e = 0; e < E; e++) {
-		w[e] = floor(1e6 / (double)(((97u * e + 31u * 29u) % E) + 1));
-	}
-	struct mp_place_options o;
-	mp_place_options_init(&o);
-	o.gpus_per_node = P;
-	o.node_policy = MP_NODES_GROUP_LIMITED;
-	o.n_groups = Q;
 	struct mp_placement p;
-	mp_placement_init(&p);
-	assert_int_equal(mp_placement_alloc(&p, 1, E, G, S), 0);
-	assert_int_equal(mp_place_layer(w, E, G, S, &o, &p.layers[0]), 0);
-	check_group_limited(&p.layers[0], E, G, S, P, Q);
+	place_v3_group_limited(29, w, &p);
 	/* node 4 alone: (1e6 + 250,000 + the rest of group 4) / 8 GPUs */
 	double node4 = 0;
 	for (uint32_t x = 0; x < E / Q; x++) {
