@@ -191,7 +191,11 @@ out:
 /* --------------------------------------------------------------- scenario */
 
 static const char *const scenario_keys[] = {
-	"name", "model", "traffic", "time_limit", "prefill", "decode", NULL,
+	"name", "model", "traffic", "time_limit", "prefill", "decode", "search", NULL,
+};
+static const char *const search_keys[] = {
+	"gpus", "request_rate", "isl", "osl", "cached_fraction", "tpot", "ttft", "batches",
+	"grid_ratio", "chunk_unit", NULL,
 };
 static const char *const phase_keys[] = {
 	"hardware", "gpus", "ep", "ep_min", "ep_max", "slots", "chunk_tokens",
@@ -354,6 +358,52 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 	}
 }
 
+/* The `search:` block (issue 13; scenario.h, struct mp_search_spec). */
+static void parse_search(struct ld *ld, const yaml_node_t *node, struct mp_search_spec *out)
+{
+	char field[256];
+	const char *what = "search";
+	out->given = true;
+	if (!ld_check_map(ld, node, what, search_keys)) {
+		return;
+	}
+	const yaml_node_t *gpus = ld_get(ld, node, "gpus");
+	const yaml_node_t *rate = ld_get(ld, node, "request_rate");
+	ld_get_u32(ld, gpus, FIELD("gpus"), 1, MP_MAX_GPUS, &out->gpus);
+	ld_get_real(ld, rate, FIELD("request_rate"), NULL, 0.0, true, 1e12, &out->request_rate);
+	if (gpus && rate) {
+		ld_error(ld, rate, "%s: give either gpus (a budget) or request_rate, not both",
+			 FIELD("request_rate"));
+	}
+	ld_get_real(ld, ld_get(ld, node, "isl"), FIELD("isl"), NULL, 0.0, true, MAX_TOKENS, &out->isl);
+	ld_get_real(ld, ld_get(ld, node, "osl"), FIELD("osl"), NULL, 0.0, true, MAX_TOKENS, &out->osl);
+	const yaml_node_t *cached = ld_get(ld, node, "cached_fraction");
+	if (cached && !ld_is_null(cached)) {
+		double c = -1;
+		if (ld_get_real(ld, cached, FIELD("cached_fraction"), NULL, 0.0, false, 1.0, &c)) {
+			if (c >= 1.0) {
+				ld_error(ld, cached, "%s: expected a number in [0, 1), got '%s'",
+					 FIELD("cached_fraction"), ld_scalar(cached));
+			} else {
+				out->cached_fraction = c;
+			}
+		}
+	}
+	ld_get_real(ld, ld_get(ld, node, "tpot"), FIELD("tpot"), "seconds", 0.0, true,
+		    MAX_TIME_LIMIT_S, &out->tpot_s);
+	ld_get_real(ld, ld_get(ld, node, "ttft"), FIELD("ttft"), "seconds", 0.0, true,
+		    MAX_TIME_LIMIT_S, &out->ttft_s);
+	static const char *const batches[] = {"geometric", "all", NULL};
+	int b = 0;
+	if (ld_get_enum(ld, ld_get(ld, node, "batches"), FIELD("batches"), batches, &b)) {
+		out->all_batches = b == 1;
+	}
+	ld_get_real(ld, ld_get(ld, node, "grid_ratio"), FIELD("grid_ratio"), NULL, 1.0, true, 16.0,
+		    &out->grid_ratio);
+	ld_get_real(ld, ld_get(ld, node, "chunk_unit"), FIELD("chunk_unit"), NULL, 1.0, false,
+		    MAX_TOKENS, &out->chunk_unit_tokens);
+}
+
 /* "plans/default.yaml" -> "default". */
 static char *base_name(const char *path)
 {
@@ -433,6 +483,14 @@ static void parse_scenario(struct ld *ld, const yaml_node_t *root, struct mp_sce
 	const yaml_node_t *decode = ld_require(ld, root, "", "decode");
 	if (decode) {
 		parse_phase(ld, decode, "decode", true, &s->model, model_ok, &s->decode);
+	}
+	if (ld_has(ld, root, "search")) {
+		const yaml_node_t *search = ld_get(ld, root, "search");
+		if (search) {
+			parse_search(ld, search, &s->search);
+		} else {
+			s->search.given = true;
+		}
 	}
 }
 

@@ -1533,6 +1533,32 @@ int mp_svg_heatmap(struct mp_svg *svg, const struct mp_svg_heatmap *hm)
 	return svg->status;
 }
 
+int mp_svg_rect(struct mp_svg *svg, double x, double y, double width, double height,
+		size_t color, const char *id, const char *label)
+{
+	assert(svg);
+	if (svg->status != 0) {
+		return svg->status;
+	}
+	if (!isfinite(x) || !isfinite(y) || !isfinite(width) || !isfinite(height) || width < 0 ||
+	    height < 0 || !id) {
+		fail(svg, MP_EINVAL);
+		return svg->status;
+	}
+	if (!use_id(svg, id)) {
+		return svg->status;
+	}
+	put(svg, "<rect id=\"%s\" class=\"bar\"", id);
+	if (label) {
+		put(svg, " data-label=\"");
+		put_text(svg, label);
+		put(svg, "\"");
+	}
+	put(svg, " x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n", c2(x),
+	    c2(y), c2(width), c2(height), mp_svg_color(color));
+	return svg->status;
+}
+
 int mp_svg_colorbar(struct mp_svg *svg, double x, double y, double width, double height,
 		    double vmin, double vmax, const char *id, const char *label)
 {

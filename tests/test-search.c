@@ -12,7 +12,12 @@
 
 #include <cmocka.h>
 
+#include "cli-run.h"
+#include "svg-check.h"
+
 #include "moeplan/diag.h"
+#include "moeplan/loader.h"
+#include "moeplan/plots.h"
 #include "moeplan/pools.h"
 #include "moeplan/search.h"
 
@@ -466,6 +471,147 @@ static void search__colocated_by_hand(void **state)
 	assert_int_equal(mp_pools_colocated(&w, &r, &c), MP_ENOFIT);
 }
 
+/* ----------------------------------------------------- scenario block */
+
+static void search__scenario_block(void **state)
+{
+	(void)state;
+	struct mp_diags d;
+	mp_diags_init(&d);
+	struct mp_scenario s;
+	mp_scenario_init(&s);
+	assert_int_equal(mp_load_scenario(src_path("tests/data/search/scenario.yaml"), &s, &d), 0);
+	assert_true(s.search.given);
+	assert_int_equal(s.search.gpus, 64);
+	assert_near(s.search.request_rate, 0, 0);
+	assert_near(s.search.isl, 3000, 0);
+	assert_near(s.search.osl, 1000, 0);
+	assert_near(s.search.cached_fraction, 0.5, 0);
+	assert_near(s.search.tpot_s, 0.05, 1e-15);
+	assert_near(s.search.ttft_s, 2, 0);
+	assert_true(s.search.all_batches);
+	assert_near(s.search.grid_ratio, 1.5, 0);
+	assert_near(s.search.chunk_unit_tokens, 512, 0);
+	mp_scenario_finish(&s);
+
+	/* Every mistake of the block, each at its line and column. */
+	mp_scenario_init(&s);
+	assert_int_equal(mp_load_scenario(src_path("tests/data/search/bad-both.yaml"), &s, &d),
+			 MP_EINVAL);
+	const char *want[][2] = {
+		{"12:17", "search.request_rate: give either gpus (a budget) or request_rate, not both"},
+		{"13:20", "search.cached_fraction: expected a number in [0, 1), got '1'"},
+		{"14:9", "search.tpot"},
+		{"15:12", "search.batches"},
+	};
+	assert_int_equal(d.count, 4);
+	for (size_t i = 0; i < 4; i++) {
+		char at[32];
+		snprintf(at, sizeof(at), "%d:%d", d.items[i].line, d.items[i].column);
+		assert_string_equal(at, want[i][0]);
+		assert_non_null(strstr(d.items[i].message, want[i][1]));
+	}
+	mp_scenario_finish(&s);
+	mp_diags_finish(&d);
+}
+
+/* ------------------------------------------------------------ pictures */
+
+/* What write(plot) writes, NUL-terminated (caller frees). */
+static char *draw(int (*write)(const void *, FILE *), const void *plot, int *rc)
+{
+	FILE *f = tmpfile();
+	assert_non_null(f);
+	*rc = write(plot, f);
+	long size = ftell(f);
+	assert_true(size >= 0);
+	char *text = malloc((size_t)size + 1);
+	assert_non_null(text);
+	rewind(f);
+	assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
+	text[size] = '\0';
+	assert_int_equal(fclose(f), 0);
+	return text;
+}
+
+static int write_front(const void *p, FILE *f)
+{
+	return mp_plot_front_write(p, f);
+}
+
+static int write_pools(const void *p, FILE *f)
+{
+	return mp_plot_pools_write(p, f);
+}
+
+static void search__pictures(void **state)
+{
+	(void)state;
+	const double x1[] = {50, 33.3, 25}, y1[] = {50, 66.7, 75};
+	const double x2[] = {66.7, 50, 40}, y2[] = {66.7, 100, 120};
+	const struct mp_plot_front_series series[] = {
+		{.label = "EP1", .x = x1, .y = y1, .n = 3},
+		{.label = "EP2", .x = x2, .y = y2, .n = 3},
+	};
+	struct mp_plot_front plot;
+	mp_plot_front_init(&plot);
+	plot.title = "toy decode";
+	plot.x_label = "tokens/s per user";
+	plot.y_label = "output tokens/s per GPU";
+	plot.series = series;
+	plot.n_series = 2;
+	plot.front_x = x2;
+	plot.front_y = y2;
+	plot.n_front = 3;
+	plot.has_chosen = true;
+	plot.chosen_x = 50;
+	plot.chosen_y = 100;
+	plot.chosen_label = "EP2, 2 req/GPU";
+	plot.target_x = 45;
+	int rc = -1;
+	char *svg = draw(write_front, &plot, &rc);
+	assert_int_equal(rc, 0);
+	assert_true(svg_well_formed(svg));
+	assert_non_null(svg_element(svg, "width-0"));
+	assert_non_null(svg_element(svg, "width-1"));
+	assert_non_null(svg_element(svg, "front-all"));
+	assert_non_null(svg_element(svg, "target"));
+	char val[64];
+	assert_true(svg_attr(svg, "chosen", "data-x", val, sizeof(val)));
+	assert_string_equal(val, "50");
+	assert_true(svg_attr(svg, "chosen", "data-y", val, sizeof(val)));
+	assert_string_equal(val, "100");
+	assert_non_null(strstr(svg, "tokens/s per user"));
+	free(svg);
+	/* A value that is not > 0 is refused before anything is drawn. */
+	const double bad[] = {50, 0, 25};
+	const struct mp_plot_front_series one = {.label = "EP1", .x = x1, .y = bad, .n = 3};
+	plot.series = &one;
+	plot.n_series = 1;
+	svg = draw(write_front, &plot, &rc);
+	assert_int_equal(rc, MP_EINVAL);
+	free(svg);
+
+	/* Pools: 12 prefill GPUs (3 x EP4), 24 decode (3 x EP8), 4 spare. */
+	struct mp_plot_pools pools = {.title = "pools", .prefill_gpus = 12, .decode_gpus = 24,
+				      .spare_gpus = 4, .prefill_unit = 4, .decode_unit = 8};
+	svg = draw(write_pools, &pools, &rc);
+	assert_int_equal(rc, 0);
+	assert_true(svg_well_formed(svg));
+	assert_true(svg_attr(svg, "pool-prefill", "data-label", val, sizeof(val)));
+	assert_string_equal(val, "prefill: 12 GPUs = 3 x EP4 (30.0%)");
+	assert_true(svg_attr(svg, "pool-decode", "data-label", val, sizeof(val)));
+	assert_string_equal(val, "decode: 24 GPUs = 3 x EP8 (60.0%)");
+	/* 772 px of bar for 40 GPUs: prefill 12/40 = 231.6 px wide. */
+	assert_true(svg_attr(svg, "pool-prefill", "width", val, sizeof(val)));
+	assert_string_equal(val, "231.60");
+	free(svg);
+	pools = (struct mp_plot_pools){0};
+	svg = draw(write_pools, &pools, &rc);
+	assert_int_equal(rc, MP_EINVAL);
+	free(svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -478,6 +624,8 @@ int main(void)
 		cmocka_unit_test(search__pools_for_a_rate),
 		cmocka_unit_test(search__pools_for_a_budget),
 		cmocka_unit_test(search__colocated_by_hand),
+		cmocka_unit_test(search__scenario_block),
+		cmocka_unit_test(search__pictures),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -151,6 +151,62 @@ void mp_plot_pareto_init(struct mp_plot_pareto *plot);
 int mp_plot_pareto_write(const struct mp_plot_pareto *plot, FILE *out);
 int mp_plot_pareto_save(const struct mp_plot_pareto *plot, const char *path);
 
+/* --- deployment search (`moeplan search --svg`, plots-search.c) ----
+ * Ids: panel "front", series "width-<i>" (one per EP width), "front-all"
+ * (the overall front, dashed), the chosen point "chosen", the target line
+ * "target"; pools: panel-less bars "pool-prefill", "pool-decode",
+ * "pool-spare" with texts "pool-prefill-label", ... */
+
+/** One EP width's own Pareto front. */
+struct mp_plot_front_series {
+	const char *label;     /**< e.g. "EP72" */
+	const double *x;       /**< [n] tokens/s per user (decode) or TTFT s (prefill), > 0 */
+	const double *y;       /**< [n] tokens/s per GPU, > 0 */
+	size_t n;              /**< >= 1 */
+};
+
+struct mp_plot_front {
+	const char *title;                        /**< may be NULL */
+	const char *x_label;                      /**< with its unit, e.g. "tokens/s per user" */
+	const char *y_label;                      /**< e.g. "output tokens/s per GPU" */
+	const struct mp_plot_front_series *series;/**< [n_series], >= 1 */
+	size_t n_series;
+	const double *front_x, *front_y;          /**< [n_front] the overall front; n_front 0 = none */
+	size_t n_front;
+	bool has_chosen;
+	double chosen_x, chosen_y;                /**< the chosen configuration */
+	const char *chosen_label;                 /**< NULL = "chosen" */
+	double target_x;                          /**< a vertical line at the target (0 = none) */
+	const char *target_label;                 /**< NULL = "target" */
+	bool log_x;                               /**< x on a log axis */
+};
+
+/** Fill with zeros and NULLs. */
+void mp_plot_front_init(struct mp_plot_front *plot);
+
+/** Draw each width's front as a line with markers (one colour per width),
+ * the overall front dashed over them, the target as a vertical line and
+ * the chosen point marked and labelled. Returns 0, MP_EINVAL (no series,
+ * an empty series, a value not finite or not > 0), MP_ENOMEM or MP_EIO. */
+int mp_plot_front_write(const struct mp_plot_front *plot, FILE *out);
+int mp_plot_front_save(const struct mp_plot_front *plot, const char *path);
+
+/** The pools as one horizontal bar of GPUs: prefill, decode and spare. */
+struct mp_plot_pools {
+	const char *title;         /**< may be NULL */
+	uint32_t prefill_gpus;
+	uint32_t decode_gpus;
+	uint32_t spare_gpus;       /**< of the budget, unused */
+	uint32_t prefill_unit;     /**< GPUs per prefill EP group (for the label) */
+	uint32_t decode_unit;
+};
+
+/** Draw the bar, each part labelled with its GPUs, groups and share, and
+ * an axis of GPUs under it. Returns 0, MP_EINVAL (no GPUs at all),
+ * MP_ENOMEM or MP_EIO. */
+int mp_plot_pools_write(const struct mp_plot_pools *plot, FILE *out);
+int mp_plot_pools_save(const struct mp_plot_pools *plot, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

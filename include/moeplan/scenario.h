@@ -3,6 +3,7 @@
 #ifndef MOEPLAN_SCENARIO_H
 #define MOEPLAN_SCENARIO_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "moeplan/model.h"
@@ -46,6 +47,25 @@ struct mp_phase_spec {
 					      nodes) or MP_NODES_REPORT */
 };
 
+/** The scenario's `search:` block (`moeplan search`, issue 13): the
+ * workload the pools are sized for, the serving targets, and the batch grid.
+ * Every field is optional; 0 means not given (command-line options
+ * override each). */
+struct mp_search_spec {
+	bool given;                    /**< the block is present */
+	uint32_t gpus;                 /**< GPU budget of both pools together */
+	double request_rate;           /**< requests/s to size the pools for (instead of gpus) */
+	double isl;                    /**< mean prompt tokens per request */
+	double osl;                    /**< mean output tokens per request */
+	double cached_fraction;        /**< of prompt tokens served from a prefix cache, [0, 1) */
+	double tpot_s;                 /**< decode target: time per output token, seconds */
+	double ttft_s;                 /**< prefill target: time to first token, seconds */
+	bool all_batches;              /**< every batch from 1 to the HBM limit (default: a geometric
+					    grid) */
+	double grid_ratio;             /**< the geometric grid's ratio, > 1 (default 2^(1/8)) */
+	double chunk_unit_tokens;      /**< prefill chunks are multiples of this (default 1,024) */
+};
+
 struct mp_scenario {
 	char *name;                    /**< owned */
 	char *model_path;              /**< owned */
@@ -54,6 +74,7 @@ struct mp_scenario {
 	struct mp_phase_spec prefill;
 	struct mp_phase_spec decode;
 	double time_limit_s;           /**< wall-clock safety limit of each phase's placement run, seconds (default 10) */
+	struct mp_search_spec search;  /**< the `search:` block */
 };
 
 /** Fill defaults: both phases MP_SLOTS_MIN_REDUNDANT with min_redundant

@@ -239,6 +239,12 @@ int mp_svg_heatmap(struct mp_svg *svg, const struct mp_svg_heatmap *heatmap);
 int mp_svg_colorbar(struct mp_svg *svg, double x, double y, double width, double height,
 		    double vmin, double vmax, const char *id, const char *label);
 
+/** A filled rectangle (x, y, width, height px, width and height >= 0) in
+ * the colour of series number color (mp_svg_color), with an id (required,
+ * unique) and a data-label (may be NULL): bars. Returns 0 or MP_EINVAL. */
+int mp_svg_rect(struct mp_svg *svg, double x, double y, double width, double height,
+		size_t color, const char *id, const char *label);
+
 /** Estimated width in px of text at size px in a sans-serif font
  * (0.6 em per character: DejaVu Sans' mean advance), used for layout. */
 double mp_svg_text_width(const char *text, double size);
