@@ -57,17 +57,6 @@ static inline const char *src_path(const char *rel)
 	return buf;
 }
 
-/* Path under ../shared (MOEPLAN_SHARED). */
-static inline const char *shared_path(const char *rel)
-{
-	static char bufs[4][4096];
-	static int next;
-	char *buf = bufs[next++ % 4];
-	const char *root = getenv("MOEPLAN_SHARED");
-	snprintf(buf, 4096, "%s/%s", root ? root : "../shared", rel);
-	return buf;
-}
-
 /* Run `moeplan ARGS...` (NULL-terminated) with the working directory
  * unchanged; stdin is /dev/null. */
 static inline struct cli_result cli_run(const char *arg0, ...)

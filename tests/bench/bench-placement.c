@@ -28,7 +28,7 @@
 
 struct bcase {
 	const char *name;
-	const char *trace;  /* CSV under traces/, or NULL for Zipf */
+	const char *trace;  /* CSV under plans/traces/, or NULL for Zipf */
 	double s;           /* Zipf exponent */
 	uint32_t experts;   /* Zipf only */
 	uint32_t layers;    /* Zipf only */
@@ -136,12 +136,12 @@ out:
 	return rows > 0 ? rc : -1;
 }
 
-static int run_case(const struct bcase *c, const char *shared)
+static int run_case(const struct bcase *c, const char *traces)
 {
 	struct mp_loads loads = { 0 };
 	if (c->trace) {
-		char path[4096];
-		snprintf(path, sizeof(path), "%s/traces/%s", shared, c->trace);
+		char path[4400];
+		snprintf(path, sizeof(path), "%s/%s", traces, c->trace);
 		if (csv_loads(&loads, path) != 0) {
 			printf("%-34s cannot read %s\n", c->name, path);
 			return 2;
@@ -282,17 +282,22 @@ static const struct bcase cases[] = {
 
 int main(int argc, char **argv)
 {
-	const char *shared = getenv("MOEPLAN_SHARED");
+	/* The traces ship in plans/traces/ (MOEPLAN_SOURCE_ROOT when run by
+	 * meson, else the working directory); an argument names another folder. */
+	const char *traces = NULL;
 	const char *only = NULL;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--case") == 0 && i + 1 < argc) {
 			only = argv[++i];
 		} else {
-			shared = argv[i];
+			traces = argv[i];
 		}
 	}
-	if (!shared) {
-		shared = "../shared";
+	char dflt[4096];
+	if (!traces) {
+		const char *root = getenv("MOEPLAN_SOURCE_ROOT");
+		snprintf(dflt, sizeof(dflt), "%s/plans/traces", root ? root : ".");
+		traces = dflt;
 	}
 	printf("| case | E | slots | GPUs | wall s | RSS MB | mean max/LB | worst max/LB | optimal | max/mean | node max/mean | EPLB max/mean | EPLB worst | EPLB dups | worse than EPLB |\n");
 	printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -307,7 +312,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (pid == 0) {
-			int rc = run_case(&cases[i], shared);
+			int rc = run_case(&cases[i], traces);
 			fflush(stdout);
 			_exit(rc);
 		}
