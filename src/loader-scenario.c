@@ -305,6 +305,16 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 		p->ep_min = p->ep;
 		p->ep_max = p->ep;
 	}
+	/* The default ep_min (prefill's 2) never exceeds the GPUs or the
+	 * ep_max the file gives: one GPU is a valid deployment. */
+	if (!ep_min && !ep) {
+		if (gpus_ok && p->ep_min > p->gpus) {
+			p->ep_min = p->gpus;
+		}
+		if (max_ok && p->ep_min > p->ep_max) {
+			p->ep_min = p->ep_max;
+		}
+	}
 	if (p->ep_min && p->ep_max && p->ep_min > p->ep_max && (min_ok || max_ok)) {
 		ld_error(ld, min_ok ? ep_min : ep_max, "%s: ep_min (%u) is more than ep_max (%u)",
 			 FIELD(min_ok ? "ep_min" : "ep_max"), p->ep_min, p->ep_max);

@@ -147,6 +147,62 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_loads
 	return rc ? rc : mp_widths_rerank(widths);
 }
 
+/* Place the phase at its chosen width and estimate the busiest-GPU factor
+ * of the whole plan (Monte Carlo, opts->simulate_steps). */
+static int place_pick(const struct mp_scenario *sc, const struct mp_plan_options *opts,
+		      const struct mp_loads *loads, bool prefill,
+		      const struct mp_place_options *place_in, struct mp_phase_plan *out,
+		      struct mp_diags *diags)
+{
+	const struct mp_phase_spec *spec = prefill ? &sc->prefill : &sc->decode;
+	const struct mp_model *model = &sc->model;
+	const struct mp_widths *widths = &out->widths;
+	const struct mp_width_candidate *pick = &widths->items[widths->chosen];
+	struct mp_place_options place = *place_in;
+	out->ep = pick->width.ep;
+	out->slots = pick->width.slots;
+	out->slots_per_gpu = pick->width.slots / pick->width.ep;
+	out->redundant = pick->width.slots - model->routed_experts;
+	out->tokens_per_gpu = pick->tokens_per_gpu;
+	out->hbm = pick->hbm;
+	struct mp_ep_width width = pick->width;
+	int rc = mp_roofline_point(model, &spec->hardware, NULL, &width, out->tokens_per_gpu, &out->roofline);
+	if (rc) {
+		return rc;
+	}
+
+	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
+	    out->ep % spec->hardware.gpus_per_node == 0) {
+		place.gpus_per_node = spec->hardware.gpus_per_node;
+		/* Several nodes: by default balance them after the busiest GPU
+		 * (it never changes the busiest GPU, and scale-out links are
+		 * the slow ones); or keep the model's groups within nodes. */
+		if (out->ep / place.gpus_per_node > 1 && place.node_policy == MP_NODES_REPORT) {
+			place.node_policy = spec->node_policy;
+			if (place.node_policy == MP_NODES_GROUP_LIMITED) {
+				place.n_groups = model->n_groups;
+			}
+		}
+	}
+	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);
+	if (rc) {
+		return rc;
+	}
+
+	/* The step runs at its busiest GPU: systematic skew the placement
+	 * leaves plus finite-batch noise, estimated by Monte Carlo. */
+	double factor = 1.0;
+	uint32_t tokens = out->tokens_per_gpu > 1 ? (uint32_t)lround(out->tokens_per_gpu) : 1;
+	rc = mp_simulate_factor(&out->placement, loads, tokens, model->top_k,
+				opts->simulate_steps, 1, &factor);
+	if (rc) {
+		return rc;
+	}
+	out->busiest_factor = factor;
+	out->step_expert_s = out->roofline.time_s * factor;
+	return 0;
+}
+
 static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options *opts,
 		      const struct mp_loads *loads, bool prefill, struct mp_phase_plan *out,
 		      struct mp_diags *diags)
@@ -182,49 +238,31 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	if (rc) {
 		return rc;
 	}
-	const struct mp_width_candidate *pick = &widths->items[widths->chosen];
-	out->ep = pick->width.ep;
-	out->slots = pick->width.slots;
-	out->slots_per_gpu = pick->width.slots / pick->width.ep;
-	out->redundant = pick->width.slots - model->routed_experts;
-	out->tokens_per_gpu = pick->tokens_per_gpu;
-	out->hbm = pick->hbm;
-	struct mp_ep_width width = pick->width;
-	rc = mp_roofline_point(model, &spec->hardware, NULL, &width, out->tokens_per_gpu, &out->roofline);
-	if (rc) {
-		return rc;
-	}
-
-	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
-	    out->ep % spec->hardware.gpus_per_node == 0) {
-		place.gpus_per_node = spec->hardware.gpus_per_node;
-		/* Several nodes: by default balance them after the busiest GPU
-		 * (it never changes the busiest GPU, and scale-out links are
-		 * the slow ones); or keep the model's groups within nodes. */
-		if (out->ep / place.gpus_per_node > 1 && place.node_policy == MP_NODES_REPORT) {
-			place.node_policy = spec->node_policy;
-			if (place.node_policy == MP_NODES_GROUP_LIMITED) {
-				place.n_groups = model->n_groups;
-			}
+	/* Place at the pick; a decode pick's busiest-GPU factor then comes
+	 * from the whole plan (one number, reused by the widths' reasons and
+	 * the report). If that factor makes another width faster, that width
+	 * is placed in turn: each round fixes one more width's factor (a
+	 * width placed twice gets the same factor), so this ends within
+	 * widths->count + 1 rounds; the last allowed round keeps its pick. */
+	for (size_t round = 0;; round++) {
+		size_t chosen = widths->chosen;
+		rc = place_pick(sc, opts, loads, prefill, &place, out, diags);
+		if (rc || prefill) {
+			return rc;
 		}
+		struct mp_width_candidate *pick = &widths->items[chosen];
+		pick->busiest_factor = out->busiest_factor;
+		if (round >= widths->count) {
+			pick->predicted_time_s = pick->expert_time_s * pick->busiest_factor;
+			return 0;
+		}
+		rc = mp_widths_rerank(widths);
+		if (rc || widths->chosen == chosen) {
+			return rc;
+		}
+		mp_placement_finish(&out->placement);
+		mp_placement_init(&out->placement);
 	}
-	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);
-	if (rc) {
-		return rc;
-	}
-
-	/* The step runs at its busiest GPU: systematic skew the placement
-	 * leaves plus finite-batch noise, estimated by Monte Carlo. */
-	double factor = 1.0;
-	uint32_t tokens = out->tokens_per_gpu > 1 ? (uint32_t)lround(out->tokens_per_gpu) : 1;
-	rc = mp_simulate_factor(&out->placement, loads, tokens, model->top_k,
-				opts->simulate_steps, 1, &factor);
-	if (rc) {
-		return rc;
-	}
-	out->busiest_factor = factor;
-	out->step_expert_s = out->roofline.time_s * factor;
-	return 0;
 }
 
 int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *opts,

@@ -7,7 +7,7 @@ static void phase_init(struct mp_phase_spec *phase)
 {
 	*phase = (struct mp_phase_spec){
 		.slot_rule = MP_SLOTS_MIN_REDUNDANT,
-		.min_redundant = 32,
+		.min_redundant = MP_MIN_REDUNDANT_AUTO,
 		.redundant_per_gpu = 1,
 		.tokens_per_request = 1.0,
 		.node_policy = MP_NODES_BALANCE,
@@ -54,6 +54,14 @@ static uint64_t round_up(uint64_t x, uint64_t multiple)
 	return (x + multiple - 1) / multiple * multiple;
 }
 
+uint32_t mp_default_redundant(uint32_t n_experts, uint32_t ep)
+{
+	if (ep == 0 || ep >= n_experts) {
+		return 0;
+	}
+	return (uint32_t)(((uint64_t)n_experts + 7) / 8);
+}
+
 uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep)
 {
 	uint64_t slots = 0;
@@ -64,7 +72,11 @@ uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, u
 	case MP_SLOTS_MIN_REDUNDANT:
 		/* The article: 384 + 32 rounded up to a multiple of 8 is 416,
 		 * to a multiple of 64 is 448. */
-		slots = round_up((uint64_t)n_experts + phase->min_redundant, ep);
+		slots = round_up((uint64_t)n_experts +
+					 (phase->min_redundant == MP_MIN_REDUNDANT_AUTO
+						  ? mp_default_redundant(n_experts, ep)
+						  : phase->min_redundant),
+				 ep);
 		break;
 	case MP_SLOTS_PER_GPU:
 		/* DeepSeek production decode: one redundant slot per GPU. */

@@ -243,8 +243,117 @@ static bool decode_tie_better(const struct mp_width_candidate *a, const struct m
 	return a->width.ep > b->width.ep;
 }
 
+/* The field or fact that sets a phase's widest width (phase_limit). */
+static const char *limit_source(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
+				uint32_t limit)
+{
+	if (phase->ep_max == limit) {
+		return kind == MP_PHASE_PREFILL ? "prefill.ep_max" : "decode.ep_max";
+	}
+	if (phase->gpus == limit) {
+		return kind == MP_PHASE_PREFILL ? "prefill.gpus" : "decode.gpus";
+	}
+	return "the hardware's scale_up_domain_gpus";
+}
+
+/* The name and size of the largest term of an HBM breakdown. */
+static void largest_term(const struct mp_capacity *h, double gb, char *buf, size_t size)
+{
+	const struct {
+		const char *name;
+		uint64_t bytes;
+	} terms[] = {
+		{"routed slots", h->routed_bytes},     {"shared experts", h->shared_bytes},
+		{"dense weights", h->dense_bytes},     {"drafter", h->drafter_bytes},
+		{"KV cache", h->kv_bytes},             {"dispatch/combine buffers", h->buffer_bytes},
+		{"MoE workspace", h->workspace_bytes}, {"runtime reserve", h->reserve_bytes},
+	};
+	size_t best = 0;
+	for (size_t i = 1; i < sizeof(terms) / sizeof(terms[0]); i++) {
+		if (terms[i].bytes > terms[best].bytes) {
+			best = i;
+		}
+	}
+	snprintf(buf, size, "%s %.1f GB", terms[best].name, (double)terms[best].bytes * gb);
+}
+
+/* Used bytes of the phase at this width with other requests or context
+ * (negative values keep the phase's own); false when it cannot be computed. */
+static bool used_with(const struct mp_model *model, const struct mp_phase_spec *phase,
+		      enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+		      const struct mp_ep_width *w, double requests, double context,
+		      struct mp_capacity *out)
+{
+	struct mp_phase_spec p = *phase;
+	if (requests >= 0.0) {
+		p.requests_per_gpu = requests;
+	}
+	if (context >= 0.0) {
+		p.context_tokens = context;
+	}
+	struct mp_capacity_input in;
+	mp_widths_capacity_input(&p, kind, w, &in);
+	return mp_capacity_compute(model, &p.hardware, cap_opts, &in, out) == 0;
+}
+
+/* What would make a width that does not fit fit, one clause: no redundant
+ * slots, fewer requests per GPU (decode), a shorter context (bisection on
+ * the monotone KV bytes), or "nothing the scenario sets: the weights alone
+ * exceed HBM". */
+static void no_fit_remedy(const struct mp_model *model, const struct mp_phase_spec *phase,
+			  enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			  const struct mp_width_candidate *c, char *buf, size_t size)
+{
+	const struct mp_ep_width *w = &c->width;
+	struct mp_capacity h;
+	int n = 0;
+	buf[0] = '\0';
+	struct mp_ep_width lean = *w;
+	lean.slots = round_up(model->routed_experts, w->ep);
+	if (model->drafter.moe_stages > 0 && model->drafter.routed_experts > 0) {
+		lean.drafter_slots = round_up(model->drafter.routed_experts, w->ep);
+	}
+	if (lean.slots && (lean.slots < w->slots || lean.drafter_slots < w->drafter_slots) &&
+	    used_with(model, phase, kind, cap_opts, &lean, -1, -1, &h) && h.fits) {
+		n += snprintf(buf + n, size - (size_t)n, "fits with %u slots (no redundant slots, %.1f GB)",
+			      lean.slots, (double)h.used_bytes * 1e-9);
+	}
+	bool decode = kind == MP_PHASE_DECODE;
+	double requests = phase->requests_per_gpu;
+	if (decode && requests >= 2.0 && (size_t)n < size) {
+		/* The most whole requests that fit: bisection on [0, requests). */
+		double lo = 0.0, hi = requests;
+		while (hi - lo > 1.0) {
+			double mid = floor((lo + hi) / 2.0);
+			bool ok = used_with(model, phase, kind, cap_opts, w, mid, -1, &h) && h.fits;
+			*(ok ? &lo : &hi) = mid;
+		}
+		if (lo >= 1.0) {
+			n += snprintf(buf + n, size - (size_t)n, "%sfits with %.0f requests per GPU",
+				      n ? ", or " : "", lo);
+		}
+	}
+	double ctx = phase->context_tokens;
+	if ((decode || phase->requests_per_gpu > 0.0) && ctx >= 2.0 && (size_t)n < size) {
+		double lo = 0.0, hi = ctx;
+		while (hi - lo > 1.0) {
+			double mid = floor((lo + hi) / 2.0);
+			bool ok = used_with(model, phase, kind, cap_opts, w, -1, mid, &h) && h.fits;
+			*(ok ? &lo : &hi) = mid;
+		}
+		if (lo >= 1.0) {
+			n += snprintf(buf + n, size - (size_t)n, "%sfits at a context of %.0f tokens",
+				      n ? ", or " : "", lo);
+		}
+	}
+	if (n == 0) {
+		snprintf(buf, size, "fewer slots, requests or context do not make it fit: use a wider EP");
+	}
+}
+
 static void judge_rules(const struct mp_model *model, const struct mp_phase_spec *phase,
-			enum mp_phase_kind kind, uint32_t limit, struct mp_width_candidate *c)
+			enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			uint32_t limit, struct mp_width_candidate *c)
 {
 	uint32_t ep = c->width.ep;
 	uint32_t domain = phase->hardware.scale_up_domain_gpus;
@@ -261,21 +370,35 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 	} else if (kind == MP_PHASE_DECODE && domain && ep > domain) {
 		say(c, MP_WIDTH_EXCEEDS_DOMAIN, "exceeds the scale-up domain of %u GPUs", domain);
 	} else if (phase->gpus && ep > phase->gpus) {
-		say(c, MP_WIDTH_EXCEEDS_GPUS, "exceeds the %u GPUs available", phase->gpus);
+		say(c, MP_WIDTH_EXCEEDS_GPUS, "exceeds the %u GPU%s available", phase->gpus,
+		    phase->gpus == 1 ? "" : "s");
 	} else if (!c->evaluated && c->not_evaluated[0]) {
 		say(c, MP_WIDTH_NO_SLOTS, "%s", c->not_evaluated);
 	} else if (!c->evaluated) {
 		say(c, MP_WIDTH_NO_SLOTS, "the slot rule gives no valid slot count at EP%u", ep);
 	} else if (!c->hbm.fits) {
-		say(c, MP_WIDTH_NO_FIT, "does not fit: needs %.1f GB of %.1f GB HBM (routed slots %.1f GB)",
+		char what_fits[192], largest[64];
+		no_fit_remedy(model, phase, kind, cap_opts, c, what_fits, sizeof(what_fits));
+		largest_term(&c->hbm, gb, largest, sizeof(largest));
+		say(c, MP_WIDTH_NO_FIT, "does not fit: needs %.1f GB of %.1f GB HBM, largest term %s; %s",
 		    (double)c->hbm.used_bytes * gb, (double)c->hbm.capacity_bytes * gb,
-		    (double)c->hbm.routed_bytes * gb);
+		    largest, what_fits);
 	} else if (c->rule_short) {
 		say(c, MP_WIDTH_NO_SLOTS, "%u slots per GPU cannot hold %u experts at EP%u",
 		    phase->slots_per_gpu, model->routed_experts, ep);
 	} else if ((phase->ep_min && ep < phase->ep_min) || ep > limit) {
-		say(c, MP_WIDTH_OUT_OF_RANGE, "outside the allowed range EP%u..EP%u",
-		    phase->ep_min ? phase->ep_min : 1, limit);
+		uint32_t lo = phase->ep_min ? phase->ep_min : 1;
+		const char *name = kind == MP_PHASE_PREFILL ? "prefill" : "decode";
+		if (lo > limit) {
+			say(c, MP_WIDTH_OUT_OF_RANGE,
+			    "the allowed range EP%u..EP%u is empty: lower %s.ep_min (%u) or raise %s",
+			    lo, limit, name, lo, limit_source(phase, kind, limit));
+		} else if (ep < lo) {
+			say(c, MP_WIDTH_OUT_OF_RANGE, "below %s.ep_min (%u)", name, lo);
+		} else {
+			say(c, MP_WIDTH_OUT_OF_RANGE, "above EP%u, the limit set by %s", limit,
+			    limit_source(phase, kind, limit));
+		}
 	}
 }
 
@@ -410,7 +533,7 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
 		struct mp_width_candidate *c = &items[i];
 		c->width.ep = list[i];
 		evaluate(model, phase, kind, cap_opts, roof_opts, c);
-		judge_rules(model, phase, kind, limit, c);
+		judge_rules(model, phase, kind, cap_opts, limit, c);
 		c->passes = c->reason[0] == '\0';
 	}
 	size_t best = pick_and_explain(items, n, kind);

@@ -18,7 +18,9 @@ extern "C" {
 enum mp_slot_rule {
 	/** slots = round_up(E + min_redundant, ep): at least min_redundant
 	 * redundant slots, total a multiple of EP (DeepSeek's benchmark rule,
-	 * the article: 416 at EP8, 448 at EP64 for E = 384, min 32). */
+	 * the article: 416 at EP8, 448 at EP64 for E = 384, min 32). The
+	 * default min_redundant (MP_MIN_REDUNDANT_AUTO) scales with the model:
+	 * mp_default_redundant. */
 	MP_SLOTS_MIN_REDUNDANT = 0,
 	/** slots = round_up(E, ep) + per_gpu * ep (DeepSeek production decode:
 	 * one redundant slot per GPU). */
@@ -27,6 +29,18 @@ enum mp_slot_rule {
 	MP_SLOTS_FIXED_PER_GPU,
 };
 
+/** min_redundant value meaning "the default rule" (mp_default_redundant). */
+#define MP_MIN_REDUNDANT_AUTO UINT32_MAX
+
+/** The default number of redundant slots for E logical experts at width
+ * ep: ceil(E / 8), 12.5% of the experts (DeepSeek-V3 deploys 32 redundant
+ * slots for its 256 experts in both phases: deepseek-ai/open-infra-index,
+ * day_6_one_more_thing_deepseekV3R1_inference_system_overview.md),
+ * and 0 when ep >= E (every expert already has a GPU to itself: Mixtral's
+ * 8 experts on 8 GPUs). The slot rule then rounds E + this up to a
+ * multiple of ep. Returns 0 when ep is 0. */
+uint32_t mp_default_redundant(uint32_t n_experts, uint32_t ep);
+
 struct mp_phase_spec {
 	struct mp_hardware hardware;   /**< the GPU this phase runs on */
 	char *hardware_path;           /**< owned; file it came from, may be NULL */
@@ -34,7 +48,7 @@ struct mp_phase_spec {
 	uint32_t ep;                   /**< fixed EP width, 0 = choose */
 	uint32_t ep_min, ep_max;       /**< range to choose in (0 = no limit) */
 	enum mp_slot_rule slot_rule;
-	uint32_t min_redundant;        /**< MP_SLOTS_MIN_REDUNDANT (default 32) */
+	uint32_t min_redundant;        /**< MP_SLOTS_MIN_REDUNDANT (default MP_MIN_REDUNDANT_AUTO) */
 	uint32_t redundant_per_gpu;    /**< MP_SLOTS_PER_GPU (default 1) */
 	uint32_t slots_per_gpu;        /**< MP_SLOTS_FIXED_PER_GPU */
 	double requests_per_gpu;       /**< concurrent requests per GPU (decode) */
@@ -78,8 +92,8 @@ struct mp_scenario {
 };
 
 /** Fill defaults: both phases MP_SLOTS_MIN_REDUNDANT with min_redundant
- * 32 (redundant_per_gpu 1, used by MP_SLOTS_PER_GPU), tokens_per_request
- * 1, gpus 0; prefill ep range 2..8 (article: "the smallest EP that HBM
+ * MP_MIN_REDUNDANT_AUTO (redundant_per_gpu 1, used by MP_SLOTS_PER_GPU),
+ * tokens_per_request 1, gpus 0; prefill ep range 2..8 (article: "the smallest EP that HBM
  * allows, between 2 and 8"), decode ep open (0); uniform traffic; time
  * limit 10 s. */
 void mp_scenario_init(struct mp_scenario *scenario);

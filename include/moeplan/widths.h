@@ -70,7 +70,8 @@ struct mp_width_candidate {
 	double predicted_time_s;      /**< expert_time_s x busiest_factor: what a step waits for */
 	struct mp_capacity hbm;       /**< per-GPU HBM breakdown */
 	enum mp_width_verdict verdict;
-	char reason[192];             /**< one sentence for a user */
+	char reason[384];             /**< one sentence for a user; a width that does not fit
+					   names its largest HBM term and what would fit */
 	char not_evaluated[160];      /**< why the models could not run at this width (empty when
 					   evaluated, or when the slot rule gave no count) */
 };

@@ -1,0 +1,193 @@
+/* Issue 16: the first hour of a new user. One test (or more) per item,
+ * mostly through the CLI, on the cases the user tried: Mixtral 8x7B on
+ * 8xH100, gpt-oss-120b on one H100, Qwen3-235B-A22B on 8xH200. Expected
+ * values are hand calculations written here, published deployments
+ * (DeepSeek's 32 redundant experts for 256), or another command of the
+ * program computing the same thing another way (fit against plan). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli-run.h"
+#include "moeplan/scenario.h"
+
+/* The n-th (0-based) value of "KEY": in a JSON document, or NAN. */
+static double json_real(const char *doc, const char *key, int nth)
+{
+	char pat[128];
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	const char *p = doc;
+	for (int i = 0; p && i <= nth; i++) {
+		p = strstr(p, pat);
+		if (p && i < nth) {
+			p += strlen(pat);
+		}
+	}
+	return p ? strtod(p + strlen(pat), NULL) : (double)NAN;
+}
+
+/* The first value of "KEY": in the "PHASE": { ... } object of a plan. */
+static double phase_real(const char *doc, const char *phase, const char *key)
+{
+	char pat[64];
+	snprintf(pat, sizeof(pat), "\"%s\": {", phase);
+	const char *p = strstr(doc, pat);
+	return p ? json_real(p, key, 0) : (double)NAN;
+}
+
+/* A scratch file name (removed by the caller). */
+static inline void scratch(char *buf, size_t size, const char *tag)
+{
+	snprintf(buf, size, "/tmp/moeplan-newuser-%s-XXXXXX", tag);
+	int fd = mkstemp(buf);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+/* Item 2: the default redundancy is 12.5% of the experts, none when every
+ * expert has a GPU to itself. DeepSeek-V3's published deployment (DeepSeek
+ * open-infra-index, inference system overview): 256 experts + 32 redundant
+ * = 288 slots at EP32 (prefill, 9 per GPU) and at EP144 (decode, 2 per GPU). */
+static void newuser__default_redundancy_scales_with_experts(void **state)
+{
+	(void)state;
+	struct mp_scenario sc;
+	mp_scenario_init(&sc);
+	assert_int_equal(mp_phase_slots(&sc.decode, 256, 32), 288);
+	assert_int_equal(mp_phase_slots(&sc.decode, 256, 144), 288);
+	/* Mixtral: 8 experts at EP8, one per GPU, no replica */
+	assert_int_equal(mp_phase_slots(&sc.decode, 8, 8), 8);
+	assert_int_equal(mp_default_redundant(8, 8), 0);
+	/* E = 128 at EP8: 128 + 16 = 144, 12.5% more, not 160 (25%) */
+	assert_int_equal(mp_phase_slots(&sc.decode, 128, 8), 144);
+	/* Mixtral at EP2: 8 + 1 = 9, rounded up to a multiple of 2 */
+	assert_int_equal(mp_phase_slots(&sc.prefill, 8, 2), 10);
+	/* an explicit min_redundant keeps the article's rule: 416 at EP8 */
+	sc.decode.min_redundant = 32;
+	assert_int_equal(mp_phase_slots(&sc.decode, 384, 8), 416);
+	mp_scenario_finish(&sc);
+}
+
+/* Item 2: Mixtral 8x7B on 8xH100 plans decode at EP8 with 8 slots (no
+ * redundant copy) and holds one expert's weights per GPU: 3 matrices of
+ * 4096 x 14336 in BF16 over 32 layers = 3 * 4096 * 14336 * 2 * 32 B =
+ * 11,274,289,152 B. */
+static void newuser__mixtral_on_8xh100_fits(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/mixtral-8xh100.yaml"),
+				      "-q", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal((int)phase_real(r.out, "decode", "ep"), 8);
+	assert_int_equal((int)phase_real(r.out, "decode", "slots"), 8);
+	assert_int_equal((int)phase_real(r.out, "decode", "redundant"), 0);
+	assert_true(phase_real(r.out, "decode", "routed_bytes") == 11274289152.0);
+	cli_result_free(&r);
+}
+
+/* Item 2: a width that does not fit names its largest term and what would
+ * fit; the suggestion is checked with `moeplan fit`, which computes the
+ * HBM of a batch on its own: 57 requests fit at EP8, 58 do not, and a
+ * context of 7341 tokens fits for 64 requests, 7342 does not. */
+static void newuser__no_fit_says_what_would_fit(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/mixtral-8xh100-64.yaml"),
+				      "-q", "--format", "json", NULL);
+	assert_int_equal(r.status, 1);
+	const char *ep8 = strstr(r.err, "decode: EP8: does not fit");
+	assert_non_null(ep8);
+	assert_non_null(strstr(ep8, "largest term KV cache"));
+	assert_non_null(strstr(ep8, "fits with 57 requests per GPU"));
+	assert_non_null(strstr(ep8, "fits at a context of 7341 tokens"));
+	cli_result_free(&r);
+	const char *m = src_path("plans/models/mixtral-8x7b.yaml");
+	const char *h = src_path("hardware/hgx-h100.yaml");
+	static const struct {
+		const char *requests, *context;
+		int status;
+	} cases[] = {{"57", "8192", 0}, {"58", "8192", 1}, {"64", "7341", 0}, {"64", "7342", 1}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = cli_run("fit", "-m", m, "-H", h, "--ep", "8", "--slots", "8", "-r", cases[i].requests,
+			    "-c", cases[i].context, "-q", NULL);
+		assert_int_equal(r.status, cases[i].status);
+		cli_result_free(&r);
+	}
+	/* EP1 cannot fit whatever the batch: the weights alone exceed HBM */
+	r = cli_run("plan", src_path("tests/data/newuser/mixtral-8xh100-64.yaml"), "-q", NULL);
+	assert_non_null(strstr(r.err, "EP1: does not fit"));
+	assert_non_null(strstr(r.err, "largest term routed slots"));
+	assert_non_null(strstr(r.err, "use a wider EP"));
+	cli_result_free(&r);
+}
+
+/* Item 3: one GPU is a deployment: gpt-oss-120b on one H100 plans EP1 for
+ * both phases with one slot per expert (128). */
+static void newuser__one_gpu_works(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/gpt-oss-1xh100.yaml"),
+				      "-q", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal((int)phase_real(r.out, "prefill", "ep"), 1);
+	assert_int_equal((int)phase_real(r.out, "decode", "ep"), 1);
+	assert_int_equal((int)phase_real(r.out, "prefill", "slots"), 128);
+	cli_result_free(&r);
+}
+
+/* Item 3: an empty range names the field to change. */
+static void newuser__empty_range_names_the_field(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/ep-min-above-domain.yaml"),
+				      "-q", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "the allowed range EP16..EP8 is empty: lower decode.ep_min (16)"));
+	assert_non_null(strstr(r.err, "scale_up_domain_gpus"));
+	assert_null(strstr(r.err, "1 GPUs"));
+	cli_result_free(&r);
+}
+
+/* Item 5: the busiest-GPU factor is computed once: the chosen decode
+ * width's reason quotes the same factor the phase reports. */
+static void newuser__busiest_factor_said_once(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/mixtral-8xh100.yaml"),
+				      "-q", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double factor = phase_real(r.out, "decode", "busiest_gpu_factor");
+	assert_true(factor > 1.0);
+	char quoted[64];
+	snprintf(quoted, sizeof(quoted), "busiest GPU x%.3f)", factor);
+	const char *decode = strstr(r.out, "\"decode\": {");
+	assert_non_null(decode);
+	const char *chosen = strstr(decode, "\"verdict\": \"chosen\"");
+	assert_non_null(chosen);
+	const char *end = strchr(strstr(chosen, "\"reason\""), '\n');
+	assert_non_null(end);
+	const char *at = strstr(chosen, quoted);
+	assert_true(at && at < end);
+	cli_result_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(newuser__default_redundancy_scales_with_experts),
+		cmocka_unit_test(newuser__mixtral_on_8xh100_fits),
+		cmocka_unit_test(newuser__no_fit_says_what_would_fit),
+		cmocka_unit_test(newuser__one_gpu_works),
+		cmocka_unit_test(newuser__empty_range_names_the_field),
+		cmocka_unit_test(newuser__busiest_factor_said_once),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
