@@ -20,7 +20,7 @@
 
 #include "moeplan/placement.h"
 #include "moeplan/traffic.h"
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include "cli-run.h"
 
@@ -204,7 +204,7 @@ static void placement__brute_force_agrees_on_small_instances(void **state)
 	assert_true(checked > 100);
 }
 
-/* The configuration LP (placement-cfg.c) on the small instances above,
+/* The configuration LP (src/placement/config-lp.c) on the small instances above,
  * against the exhaustive optimum: the bound it proves is never above the
  * optimum, and a plan its dive returns is valid, within goal of that bound
  * and (of course) not below the optimum. The incumbent's max is set to

@@ -19,7 +19,7 @@
  *    horizon (a layer runs at its busiest GPU: time = layer_time_s at
  *    perfect balance times max/mean) plus the time spent moving experts.
  *
- * Method, per layer (src/placement-replan.c):
+ * Method, per layer (src/replan/):
  *  1. the from-scratch plan (mp_place), its GPUs relabelled to keep as
  *     many experts in place as possible (a maximum-weight assignment of
  *     new GPUs to old ones, Hungarian method), and its lower bound, which

@@ -1,6 +1,6 @@
 /* Placement: evaluating a given map, the public lower bound, and
  * DeepSeek EPLB's plan for comparison. */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -14,7 +14,7 @@
  *   smallest (pigeonhole; Dell'Amico and Martello's bounds for
  *   cardinality-constrained multiprocessor scheduling use the same idea).
  */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <math.h>
 #include <stdlib.h>

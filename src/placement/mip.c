@@ -20,7 +20,7 @@
  * GLPK is not used by other threads on the same objects; Debian 12's GLPK
  * 5.0 keeps its environment in thread-local storage (glp_config("TLS")).
  */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <glpk.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /* Re-planning (moeplan/replan.h): folding slot counts, the re-plan record
- * and the Pareto document. The search itself is in placement-replan.c. */
+ * and the Pareto document. The search itself is in driver.c. */
 #include "moeplan/replan.h"
 
 #include <math.h>

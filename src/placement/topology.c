@@ -6,7 +6,7 @@
  * are blocks of E / Q consecutive experts, as DeepSeek-V3 numbers them
  * (n_group 8 over 256 routed experts: experts 0-31 form group 0).
  */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <math.h>
 #include <stdio.h>

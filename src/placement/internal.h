@@ -1,15 +1,15 @@
 /* moeplan (private): the placement solver's parts.
  *
- *   placement.c        public API, per-layer driver, worker threads
- *   placement-bound.c  lower bounds and the enumeration of replica counts
- *   placement-heur.c   constructive heuristics (LPT packing, EPLB) and
+ *   place.c            public API, per-layer driver, worker threads
+ *   bound.c            lower bounds and the enumeration of replica counts
+ *   heuristic.c        constructive heuristics (LPT packing, EPLB) and
  *                      local search (swaps, replica moves)
- *   placement-mip.c    GLPK packing MIP (representatives formulation) and
+ *   mip.c              GLPK packing MIP (representatives formulation) and
  *                      the weighted-split LP
- *   placement-cfg.c    GLPK configuration LP: bound and LP diving for
+ *   config-lp.c        GLPK configuration LP: bound and LP diving for
  *                      large layers whose gap stays above 0.5%
- *   placement-eval.c   evaluation of a given map
- *   placement-topo.c   nodes: node balancing, group-limited placement,
+ *   eval.c             evaluation of a given map
+ *   topology.c         nodes: node balancing, group-limited placement,
  *                      EPLB's hierarchical policy
  *
  * Terms as in moeplan/placement.h: E experts, G GPUs, S slots per GPU,
@@ -98,7 +98,7 @@ void pl_sort_desc(uint32_t *idx, const double *key, uint32_t n);
  * ties by index ascending. */
 void pl_sort_idx(uint32_t *idx, uint32_t n, const double *key, bool asc);
 
-/* --- bounds (placement-bound.c) --- */
+/* --- bounds (bound.c) --- */
 
 /* Replica counts minimising the largest item w_e / r_e subject to
  * 1 <= r_e <= G, sum r_e = N (greedy apportionment, Adams' divisor method:
@@ -152,7 +152,7 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 				 double deadline, struct pl_work *work, struct pl_rset *out);
 void pl_rset_free(struct pl_rset *set);
 
-/* --- heuristics (placement-heur.c) --- */
+/* --- heuristics (heuristic.c) --- */
 
 /* Pack the items of r, largest first, each onto the least-loaded GPU that
  * has room and does not hold the expert (ties: lowest GPU). Falls back to a
@@ -201,7 +201,7 @@ int pl_ils(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work
 int pl_heuristic(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work,
 		 double deadline);
 
-/* --- GLPK (placement-mip.c) --- */
+/* --- GLPK (mip.c) --- */
 
 enum pl_mip_result {
 	PL_MIP_IMPROVED = 0, /* found a packing with max < cutoff (in sol); optimal for r */
@@ -237,7 +237,7 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool verbose,
 		      double *slot_load, double *gpu_load);
 
-/* --- configuration LP (placement-cfg.c) --- */
+/* --- configuration LP (config-lp.c) --- */
 
 /* The gap the solver works to close on every layer: (max - bound) / bound
  * at most 0.5% (issue 4's target). */
@@ -284,9 +284,9 @@ struct pl_triplets {
 void pl_trip_add(struct pl_triplets *t, int row, int col, double val);
 void pl_trip_free(struct pl_triplets *t);
 
-/* --- nodes (placement-topo.c) --- */
+/* --- nodes (topology.c) --- */
 
-/* Solve one layer without node structure (placement.c's per-layer driver):
+/* Solve one layer without node structure (place.c's per-layer driver):
  * out from mp_placement_alloc for (E, G, S). */
 int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		   const struct mp_place_options *opts, double deadline,

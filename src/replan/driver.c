@@ -23,7 +23,7 @@
  * MP_PLACE_TIME_LIMIT.
  */
 #include "moeplan/replan.h"
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <glpk.h>
 #include <math.h>

@@ -42,7 +42,7 @@
  * PL_CFG_NODES_PER_UNIT pricing steps, against a budget; the wall clock
  * only as GLPK's tm_lim safety net.
  */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <glpk.h>
 #include <limits.h>

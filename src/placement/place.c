@@ -6,9 +6,9 @@
  * GLPK packing MIP for each (with the incumbent as cutoff), which proves
  * the optimum or spends its work budget; on a large layer pack each
  * vector instead; if the gap is still above 0.5%, the configuration LP
- * (placement-cfg.c) raises the bound and dives for a plan; otherwise
+ * (config-lp.c) raises the bound and dives for a plan; otherwise
  * report the heuristic honestly as feasible with its gap. With nodes,
- * place_layer applies the node policy (placement-topo.c).
+ * place_layer applies the node policy (topology.c).
  *
  * Determinism: every stage is bounded by counted work sized from the
  * layer's shape (local-search moves, iterated-local-search operations,
@@ -18,7 +18,7 @@
  * machine, its load or the number of threads. The wall-clock limit is a
  * safety net; when it fires the layer says so (status time_limit).
  */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -306,7 +306,7 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 
 /* GLPK work per layer (units of pl_mip_pack): PL_MIP_WORK_BASE plus
  * PL_MIP_WORK_PER_SLOT2 per squared slot count (the packing MIP has N^2 / 2
- * binaries). At about 0.1 ms a unit (placement-internal.h) that is 3 to
+ * binaries). At about 0.1 ms a unit (internal.h) that is 3 to
  * 5 s for a 24-slot layer whose MIP does not close; the mixtral traces
  * and DeepSeek's EPLB example are proven with a fifth of it. */
 #define PL_MIP_WORK_BASE 20000u

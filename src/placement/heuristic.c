@@ -7,7 +7,7 @@
  * that the result is never worse than EPLB's. Each seed is improved by
  * pairwise swaps and replica moves; the best is kept.
  */
-#include "placement-internal.h"
+#include "placement/internal.h"
 
 #include <float.h>
 #include <math.h>
