@@ -354,8 +354,15 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 					: ld_get(ld, node, "requests_per_gpu");
 	ld_get_real(ld, req, FIELD("requests_per_gpu"), NULL, 0.0, true, MAX_REQUESTS_PER_GPU,
 		    &p->requests_per_gpu);
-	ld_get_real(ld, ld_get(ld, node, "tokens_per_request"), FIELD("tokens_per_request"), NULL,
-		    1.0, false, MAX_TOKENS_PER_REQUEST, &p->tokens_per_request);
+	/* Default: one verified token plus one drafted per drafter stage,
+	 * the same default as fit, roofline and simulate (the model's
+	 * drafter weights are counted in HBM, so it is assumed in use). */
+	const yaml_node_t *tpr = ld_get(ld, node, "tokens_per_request");
+	if (!tpr && model_ok) {
+		p->tokens_per_request = 1.0 + (double)model->drafter.moe_stages;
+	}
+	ld_get_real(ld, tpr, FIELD("tokens_per_request"), NULL, 1.0, false, MAX_TOKENS_PER_REQUEST,
+		    &p->tokens_per_request);
 	static const char *const node_policies[] = {"report", "balance", "group_limited", NULL};
 	const yaml_node_t *np = ld_get(ld, node, "node_policy");
 	int policy = MP_NODES_BALANCE;

@@ -66,6 +66,44 @@ uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct
 	return mp_phase_slots(phase, d->routed_experts, ep);
 }
 
+static int reject(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int reject(char *why, size_t size, const char *fmt, ...)
+{
+	if (why && size) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, size, fmt, ap);
+		va_end(ap);
+	}
+	return MP_EINVAL;
+}
+
+int mp_widths_check(const struct mp_model *model, const struct mp_ep_width *w, char *why,
+		    size_t size)
+{
+	uint32_t e = model->routed_experts;
+	if (w->ep == 0) {
+		return reject(why, size, "EP0: the width must be at least 1 GPU");
+	}
+	if (w->ep > e) {
+		return reject(why, size, "%u GPUs but only %u experts per layer", w->ep, e);
+	}
+	if (w->slots < e || w->slots % w->ep != 0 || w->slots / w->ep > e) {
+		return reject(why, size,
+			      "%u slots: expected at least %u (the experts), a multiple of EP%u and at most %u per GPU",
+			      w->slots, e, w->ep, e);
+	}
+	uint32_t d = model->drafter.routed_experts;
+	if (model->drafter.moe_stages > 0 && d > 0 &&
+	    (w->drafter_slots < d || w->drafter_slots % w->ep != 0 || w->drafter_slots / w->ep > d)) {
+		return reject(why, size,
+			      "%u drafter slots: expected at least %u (the drafter's experts), a multiple of EP%u and at most %u per GPU",
+			      w->drafter_slots, d, w->ep, d);
+	}
+	return 0;
+}
+
 int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *phase, uint32_t ep,
 		    struct mp_ep_width *out)
 {

@@ -179,6 +179,56 @@ static void newuser__busiest_factor_said_once(void **state)
 	cli_result_free(&r);
 }
 
+/* Item 5: one tokens_per_request default: DeepSeek-V3 has one MTP stage,
+ * so 1 + 1 = 2 tokens per request everywhere: plan's decode steps 32 x 2 =
+ * 64 tokens per GPU, and `fit` on the same case (no -T) gives the same
+ * free bytes as the plan's HBM breakdown; simulate says 2 as well. */
+static void newuser__one_tokens_per_request_default(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/deepseek-v3-mtp.yaml"),
+				      "-q", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal((int)phase_real(r.out, "decode", "ep"), 8);
+	assert_true(phase_real(r.out, "decode", "tokens_per_gpu") == 64.0);
+	double plan_free = phase_real(r.out, "decode", "free_bytes");
+	cli_result_free(&r);
+	const char *m = src_path("plans/models/deepseek-v3.yaml");
+	r = cli_run("fit", "-m", m, "-H", src_path("hardware/hgx-h200.yaml"), "--ep", "8", "-r", "32",
+		    "-c", "8192", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_true(json_real(r.out, "tokens_per_gpu", 0) == 64.0);
+	assert_true(json_real(r.out, "free_bytes", 0) == plan_free);
+	cli_result_free(&r);
+	r = cli_run("simulate", "-m", m, "--ep", "8", "-r", "32", "--steps", "10", "--format", "json",
+		    NULL);
+	assert_int_equal(r.status, 0);
+	assert_true(json_real(r.out, "tokens_per_request", 0) == 2.0);
+	cli_result_free(&r);
+}
+
+/* Item 5: the same validity rules everywhere: `plan` refuses EP16 for
+ * Mixtral's 8 experts, and so does `roofline --ep 16`, with the same words. */
+static void newuser__roofline_refuses_what_plan_refuses(void **state)
+{
+	(void)state;
+	const char *why = "16 GPUs but only 8 experts per layer";
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/mixtral-8xh100-64.yaml"),
+				      "-q", NULL);
+	assert_non_null(strstr(r.err, why));
+	cli_result_free(&r);
+	r = cli_run("roofline", "-m", src_path("plans/models/mixtral-8x7b.yaml"), "-H",
+		    src_path("hardware/hgx-h100.yaml"), "--ep", "16", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, why));
+	cli_result_free(&r);
+	r = cli_run("fit", "-m", src_path("plans/models/mixtral-8x7b.yaml"), "-H",
+		    src_path("hardware/hgx-h100.yaml"), "--ep", "16", "-r", "1", "-c", "1024", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, why));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -188,6 +238,8 @@ int main(void)
 		cmocka_unit_test(newuser__one_gpu_works),
 		cmocka_unit_test(newuser__empty_range_names_the_field),
 		cmocka_unit_test(newuser__busiest_factor_said_once),
+		cmocka_unit_test(newuser__one_tokens_per_request_default),
+		cmocka_unit_test(newuser__roofline_refuses_what_plan_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

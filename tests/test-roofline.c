@@ -584,7 +584,7 @@ static void roofline__cli_reproduces_the_article(void **state)
 	 * for 0.69 ms"; EP8: "34.8 GB per step. The model puts that gap at
 	 * 4.35 ms ... reading 34.8 GB in 3.64 ms would require 9.6 TB/s" */
 	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "8", "-T", "4",
-		    "--compare-ep", "8", "--measured-step", "10.0", "--measured-compare-step", "13.64",
+		    "--min-redundant", "32", "--compare-ep", "8", "--measured-step", "10.0", "--measured-compare-step", "13.64",
 		    "--format", "json", NULL);
 	assert_int_equal(r.status, 0);
 	const char *step = strstr(r.out, "\"step\"");
@@ -633,7 +633,7 @@ static void roofline__cli_usage_errors(void **state)
 	cli_result_free(&r);
 	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "--slots", "450", NULL);
 	assert_int_equal(r.status, 2);
-	assert_non_null(strstr(r.err, "multiple of --ep 64"));
+	assert_non_null(strstr(r.err, "450 slots: expected at least 384 (the experts), a multiple of EP64"));
 	cli_result_free(&r);
 	r = cli_run("roofline", "-m", model, "-H", gb200, "--format", "xml", NULL);
 	assert_int_equal(r.status, 2);
@@ -713,11 +713,13 @@ static void roofline__cli_svg_draws_the_article_roofline(void **state)
 	write_file(svg, "not an svg\n", 1000);
 	assert_int_equal(link(svg, old_name), 0);
 
+	/* --min-redundant 32: the article's benchmark rule (416 slots at EP8) */
 	struct cli_result plain = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "8",
-					  "-T", "4", "--compare-ep", "8", NULL);
+					  "-T", "4", "--min-redundant", "32", "--compare-ep", "8", NULL);
 	assert_int_equal(plain.status, 0);
 	struct cli_result r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "-r", "8",
-				      "-T", "4", "--compare-ep", "8", "--svg", svg, "-o", txt, NULL);
+				      "-T", "4", "--min-redundant", "32", "--compare-ep", "8", "--svg", svg,
+				      "-o", txt, NULL);
 	assert_int_equal(r.status, 0);
 	assert_string_equal(r.out, "");
 	/* -o holds exactly what stdout gets without it. */

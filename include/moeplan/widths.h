@@ -98,6 +98,15 @@ void mp_widths_finish(struct mp_widths *widths);
 uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct mp_model *model,
 				 uint32_t ep);
 
+/** The validity rules every command applies to a width (plan, fit,
+ * roofline, simulate): 1 <= ep <= E (a GPU with no expert does no MoE
+ * work), slots >= E, a multiple of ep, at most E per GPU (a GPU never
+ * holds two replicas of one expert); the drafter's slots likewise when the
+ * model has a drafter. Returns 0, or MP_EINVAL with one sentence in why
+ * (may be NULL). */
+int mp_widths_check(const struct mp_model *model, const struct mp_ep_width *width, char *why,
+		    size_t size);
+
 /** Fill a width from the phase's slot rules (mp_phase_slots for the main
  * model, mp_widths_drafter_slots for the drafter). Returns 0, or
  * MP_EINVAL when the rule gives no valid count. */

@@ -105,10 +105,12 @@ int cli_load_model_hardware(const char *model_path, const char *hw_path, struct 
 			    struct mp_hardware *hw);
 /** 1 + the drafter's stages (the article: 3 drafted tokens, 4 per request). */
 double cli_default_tokens_per_request(const struct mp_model *model);
-/** An EP width with the given slots, 0 = the article's decode rule (E + 32
- * rounded up to a multiple of ep; the drafter likewise); an exit status. */
+/** An EP width with the given slots, 0 = the scenario's slot rule with
+ * min_redundant (MP_MIN_REDUNDANT_AUTO: E + ceil(E / 8), none when ep >= E,
+ * rounded up to a multiple of ep; the drafter likewise), then the rules of
+ * mp_widths_check; an exit status. */
 int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32_t slots,
-	      uint32_t drafter_slots, struct mp_ep_width *out);
+	      uint32_t drafter_slots, uint32_t min_redundant, struct mp_ep_width *out);
 /** "18.8 MB": value with an SI prefix and unit, 4 significant digits. */
 void cli_si(double value, const char *unit, char *buf, size_t size);
 /** Emit doc (YAML or JSON) to path (NULL or "-" = stdout) atomically and

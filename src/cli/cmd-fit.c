@@ -9,6 +9,7 @@
 
 #include "moeplan/capacity.h"
 #include "moeplan/roofline.h"
+#include "moeplan/scenario.h"
 
 enum {
 	OPT_DRAFTER_SLOTS = 256,
@@ -17,6 +18,7 @@ enum {
 	OPT_BUFFERS,
 	OPT_BUFFER_TOKENS,
 	OPT_NO_WORKSPACE,
+	OPT_MIN_REDUNDANT,
 };
 
 static const struct option fit_options[] = {
@@ -28,6 +30,7 @@ static const struct option fit_options[] = {
 	{"tokens-per-request", required_argument, NULL, 'T'},
 	{"slots", required_argument, NULL, 's'},
 	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
+	{"min-redundant", required_argument, NULL, OPT_MIN_REDUNDANT},
 	{"chunk-tokens", required_argument, NULL, OPT_CHUNK},
 	{"reserve", required_argument, NULL, OPT_RESERVE},
 	{"buffers", required_argument, NULL, OPT_BUFFERS},
@@ -46,8 +49,9 @@ static const struct cli_option_help fit_help[] = {
 	{"R", "concurrent requests per GPU (required)"},
 	{"C", "context tokens each request's KV cache holds (required)"},
 	{"T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)"},
-	{"S", "routed slots per layer (default: E + 32 rounded up to a multiple of N)"},
-	{"S", "the drafter's slots (default: its experts + 32, rounded up likewise)"},
+	{"S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)"},
+	{"S", "the drafter's slots (default: the same rule on its experts)"},
+	{"N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)"},
 	{"T", "prefill: tokens per GPU per step, normal-mode buffers (default: none, decode)"},
 	{"BYTES", "runtime reserve, e.g. '3.9 GB' (default 3.9 GB: CUDA context, NCCL, slack)"},
 	{"MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout"},
@@ -268,7 +272,7 @@ int cmd_fit(int argc, char **argv)
 	const char *model_path = NULL;
 	const char *hw_path = NULL;
 	const char *output = NULL;
-	uint32_t ep = 0, slots = 0, drafter_slots = 0;
+	uint32_t ep = 0, slots = 0, drafter_slots = 0, min_redundant = MP_MIN_REDUNDANT_AUTO;
 	double requests = -1.0, context = -1.0, tpr = -1.0, chunk = 0.0;
 	enum cli_output format = CLI_OUTPUT_TEXT;
 	struct mp_capacity_options opts;
@@ -304,6 +308,9 @@ int cmd_fit(int argc, char **argv)
 			break;
 		case OPT_DRAFTER_SLOTS:
 			ok = cli_parse_u32("fit", "drafter-slots", optarg, 1, 1u << 24, &drafter_slots);
+			break;
+		case OPT_MIN_REDUNDANT:
+			ok = cli_parse_u32("fit", "min-redundant", optarg, 0, MP_MAX_EXPERTS, &min_redundant);
 			break;
 		case OPT_CHUNK:
 			ok = cli_parse_double("fit", "chunk-tokens", optarg, 1, 1e9, &chunk);
@@ -344,6 +351,10 @@ int cmd_fit(int argc, char **argv)
 	if (!model_path || !hw_path || ep == 0 || requests < 0 || context < 0) {
 		return cli_usage("fit", "--model, --hardware, --ep, --requests and --context are required");
 	}
+	if (requests == 0.0) {
+		return cli_usage("fit", "--requests 0: expected more than 0 requests per GPU (the weights "
+				 "alone are the used bytes at -r 1 minus one request's KV cache)");
+	}
 	const char *inputs[] = {model_path, hw_path};
 	if (!cli_outputs_spare_inputs("fit", &output, 1, inputs, 2)) {
 		return EXIT_USAGE;
@@ -364,7 +375,7 @@ int cmd_fit(int argc, char **argv)
 		.tokens_per_request = tpr >= 0 ? tpr : cli_default_tokens_per_request(&model),
 		.chunk_tokens = chunk,
 	};
-	status = cli_width("fit", &model, ep, slots, drafter_slots, &in.width);
+	status = cli_width("fit", &model, ep, slots, drafter_slots, min_redundant, &in.width);
 	if (status) {
 		goto out;
 	}

@@ -22,6 +22,7 @@ enum {
 	OPT_MEASURED,
 	OPT_MEASURED_COMPARE,
 	OPT_SVG,
+	OPT_MIN_REDUNDANT,
 };
 
 static const struct option roofline_options[] = {
@@ -32,6 +33,7 @@ static const struct option roofline_options[] = {
 	{"tokens-per-request", required_argument, NULL, 'T'},
 	{"slots", required_argument, NULL, 's'},
 	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
+	{"min-redundant", required_argument, NULL, OPT_MIN_REDUNDANT},
 	{"bandwidth", required_argument, NULL, OPT_BANDWIDTH},
 	{"additive", no_argument, NULL, OPT_ADDITIVE},
 	{"compare-ep", required_argument, NULL, OPT_COMPARE_EP},
@@ -50,8 +52,9 @@ static const struct cli_option_help roofline_help[] = {
 	{"N", "EP width (default: the fastest decode width in one scale-up domain at 64 req/GPU)"},
 	{"R", "requests per GPU: one operating point (default: a table over 1 to 1024)"},
 	{"T", "tokens per request per step (default 1 + the drafter's stages)"},
-	{"S", "routed slots per layer (default: E + 32 rounded up to a multiple of N)"},
-	{"S", "the drafter's slots (default: its experts + 32, rounded up likewise)"},
+	{"S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)"},
+	{"S", "the drafter's slots (default: the same rule on its experts)"},
+	{"N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)"},
 	{"BW", "HBM bandwidth, e.g. '7.7 TB/s' (default: the hardware's)"},
 	{NULL, "time = compute + memory per layer instead of max(compute, memory)"},
 	{"N", "predict the expert term at EP N too (the article's EP64 -> EP8; default: none)"},
@@ -152,26 +155,21 @@ double cli_default_tokens_per_request(const struct mp_model *model)
 }
 
 int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32_t slots,
-	      uint32_t drafter_slots, struct mp_ep_width *out)
+	      uint32_t drafter_slots, uint32_t min_redundant, struct mp_ep_width *out)
 {
-	/* The article's decode rule: at least 32 redundant slots, the total
-	 * rounded up to a multiple of EP, for the model and the drafter. */
-	struct mp_phase_spec rule = {.slot_rule = MP_SLOTS_MIN_REDUNDANT, .min_redundant = 32};
+	/* The scenario's default slot rule (scenario.h): E + ceil(E / 8)
+	 * redundant slots (none when EP >= E), rounded up to a multiple of
+	 * EP, for the model and the drafter; then the validity rules `plan`
+	 * applies (mp_widths_check). */
+	struct mp_phase_spec rule = {.slot_rule = MP_SLOTS_MIN_REDUNDANT, .min_redundant = min_redundant};
 	struct mp_ep_width w = {
 		.ep = ep,
 		.slots = slots ? slots : mp_phase_slots(&rule, model->routed_experts, ep),
 		.drafter_slots = drafter_slots ? drafter_slots : mp_widths_drafter_slots(&rule, model, ep),
 	};
-	if (w.slots < model->routed_experts || w.slots % ep != 0) {
-		cli_usage(cmd, "--slots %u: expected at least %u (the experts) and a multiple of --ep %u",
-			  w.slots, model->routed_experts, ep);
-		return EXIT_USAGE;
-	}
-	if (model->drafter.moe_stages > 0 &&
-	    (w.drafter_slots < model->drafter.routed_experts || w.drafter_slots % ep != 0)) {
-		cli_usage(cmd,
-			  "--drafter-slots %u: expected at least %u (the drafter's experts) and a multiple of --ep %u",
-			  w.drafter_slots, model->drafter.routed_experts, ep);
+	char why[256];
+	if (mp_widths_check(model, &w, why, sizeof(why)) != 0) {
+		cli_usage(cmd, "--ep %u: %s", ep, why);
 		return EXIT_USAGE;
 	}
 	*out = w;
@@ -281,6 +279,7 @@ struct roofline_args {
 	double tokens_per_request; /* < 0: default */
 	uint32_t slots;
 	uint32_t drafter_slots;
+	uint32_t min_redundant;   /* MP_MIN_REDUNDANT_AUTO: the default rule */
 	uint32_t compare_ep;
 	double measured_s;
 	double measured_compare_s;
@@ -615,7 +614,7 @@ static int compute(struct roofline_run *r)
 	r->compare = a->compare_ep > 0;
 	if (r->compare) {
 		struct mp_ep_width to;
-		int status = cli_width("roofline", r->m, a->compare_ep, 0, 0, &to);
+		int status = cli_width("roofline", r->m, a->compare_ep, 0, 0, a->min_redundant, &to);
 		if (status) {
 			return status;
 		}
@@ -648,13 +647,14 @@ static int compute(struct roofline_run *r)
 #define MAX_SVG_WIDTHS 6
 
 static size_t decode_widths(const struct mp_model *m, const struct mp_hardware *hw, double tpr,
-			    const struct mp_roofline_options *opts, uint32_t *chosen_ep,
+			    uint32_t min_redundant, const struct mp_roofline_options *opts,
+			    uint32_t *chosen_ep,
 			    struct mp_ep_width *out, size_t cap)
 {
 	struct mp_phase_spec phase = {
 		.hardware = *hw,
 		.slot_rule = MP_SLOTS_MIN_REDUNDANT,
-		.min_redundant = 32,
+		.min_redundant = min_redundant,
 		.requests_per_gpu = 64,
 		.tokens_per_request = tpr,
 	};
@@ -801,6 +801,10 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 		case OPT_DRAFTER_SLOTS:
 			ok = cli_parse_u32("roofline", "drafter-slots", optarg, 1, 1u << 24, &a->drafter_slots);
 			break;
+		case OPT_MIN_REDUNDANT:
+			ok = cli_parse_u32("roofline", "min-redundant", optarg, 0, MP_MAX_EXPERTS,
+					   &a->min_redundant);
+			break;
 		case OPT_BANDWIDTH:
 			ok = cli_parse_quantity("roofline", "bandwidth", optarg, "bytes/s", 1.0, 1e18,
 						&a->opts.hbm_bw_bytes_per_s);
@@ -872,7 +876,8 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 
 int cmd_roofline(int argc, char **argv)
 {
-	struct roofline_args a = {.requests = -1.0, .tokens_per_request = -1.0};
+	struct roofline_args a = {.requests = -1.0, .tokens_per_request = -1.0,
+				  .min_redundant = MP_MIN_REDUNDANT_AUTO};
 	mp_roofline_options_init(&a.opts);
 	int status = parse_args(argc, argv, &a);
 	if (status >= 0) {
@@ -907,10 +912,12 @@ int cmd_roofline(int argc, char **argv)
 	uint32_t chosen_ep = 1;
 	size_t n_candidates = 0;
 	if (!a.ep || a.svg) {
-		n_candidates = decode_widths(&model, &hw, r->tpr, &a.opts, &chosen_ep, candidates,
+		n_candidates = decode_widths(&model, &hw, r->tpr, a.min_redundant, &a.opts, &chosen_ep,
+					     candidates,
 					     MAX_CANDIDATES);
 	}
-	status = cli_width("roofline", &model, a.ep ? a.ep : chosen_ep, a.slots, a.drafter_slots, &r->w);
+	status = cli_width("roofline", &model, a.ep ? a.ep : chosen_ep, a.slots, a.drafter_slots,
+			   a.min_redundant, &r->w);
 	if (status == EXIT_OK) {
 		status = compute(r);
 	}

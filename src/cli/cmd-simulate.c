@@ -42,7 +42,7 @@ static const struct cli_option_help simulate_help[] = {
 	{"LOADS", "popularity per layer (default uniform)"},
 	{"K", "experts per token (default: the model's)"},
 	{"R", "requests per GPU per step (required)"},
-	{"T", "tokens per request per step (default 1)"},
+	{"T", "tokens per request per step (default 1 + the model's drafter stages, else 1)"},
 	{"N", "routing samples (default 10000)"},
 	{"SEED", "random seed, 0 to 2^63-1 (default 1)"},
 	{NULL, "use a replica on the sending GPU if it has one"},
@@ -205,7 +205,7 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 	if (a->requests == 0) {
 		return cli_usage("simulate", "--requests R is required");
 	}
-	if ((uint64_t)a->requests * a->tokens_per_request > UINT32_MAX) {
+	if ((uint64_t)a->requests * (a->tokens_per_request ? a->tokens_per_request : 1u) > UINT32_MAX) {
 		return cli_usage("simulate", "--requests %u x --tokens-per-request %u is too large",
 				 a->requests, a->tokens_per_request);
 	}
@@ -271,7 +271,7 @@ static struct mp_doc *report(const struct simulate_args *a, const struct mp_mode
 int cmd_simulate(int argc, char **argv)
 {
 	struct simulate_args a = {
-		.tokens_per_request = 1,
+		.tokens_per_request = 0, /* 0: 1 + the model's drafter stages */
 		.steps = MP_SIMULATE_DEFAULT_STEPS,
 		.seed = MP_SIMULATE_DEFAULT_SEED,
 	};
@@ -316,6 +316,15 @@ int cmd_simulate(int argc, char **argv)
 		}
 	}
 	failed = NULL;
+	if (a.tokens_per_request == 0) {
+		/* the default of plan, fit and roofline */
+		a.tokens_per_request = 1 + (a.model ? model.drafter.moe_stages : 0);
+		if ((uint64_t)a.requests * a.tokens_per_request > UINT32_MAX) {
+			status = cli_usage("simulate", "--requests %u x %u tokens per request is too large",
+					   a.requests, a.tokens_per_request);
+			goto out;
+		}
+	}
 	uint32_t n_experts = a.model ? model.routed_experts
 				     : a.plan  ? map.n_experts
 						: loads.n_experts;
