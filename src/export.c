@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 int mp_export_parse(const char *name, enum mp_export_format *out)
@@ -11,16 +12,52 @@ int mp_export_parse(const char *name, enum mp_export_format *out)
 		*out = MP_EXPORT_SGLANG;
 		return 0;
 	}
-	if (strcasecmp(name, "vllm") == 0) {
-		*out = MP_EXPORT_VLLM;
-		return 0;
-	}
 	return MP_EINVAL;
 }
 
 const char *mp_export_name(enum mp_export_format format)
 {
-	return format == MP_EXPORT_VLLM ? "vllm" : "sglang";
+	(void)format;
+	return "sglang";
+}
+
+bool mp_export_name_ok(const char *path)
+{
+	size_t len = strlen(path);
+	/* SGLang: data.endswith(".json") (expert_location.py
+	 * compute_initial_expert_location_metadata): case-sensitive */
+	return len > 5 && strcmp(path + len - 5, ".json") == 0;
+}
+
+static bool ascending(const uint32_t *v, uint32_t n, uint32_t below)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		if (v[i] >= below || (i > 0 && v[i] <= v[i - 1])) {
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Layers consistent with the placement: rows ascending, each a MoE layer. */
+static bool layers_ok(const struct mp_placement *p, const struct mp_export_layers *l)
+{
+	if (!l || l->hidden_layers == 0 || !l->row_layer || !l->moe_ids || l->n_moe == 0 ||
+	    l->n_moe > l->hidden_layers || p->n_layers > l->n_moe ||
+	    !ascending(l->moe_ids, l->n_moe, l->hidden_layers) ||
+	    !ascending(l->row_layer, p->n_layers, l->hidden_layers)) {
+		return false;
+	}
+	uint32_t k = 0;
+	for (uint32_t r = 0; r < p->n_layers; r++) {
+		while (k < l->n_moe && l->moe_ids[k] < l->row_layer[r]) {
+			k++;
+		}
+		if (k == l->n_moe || l->moe_ids[k] != l->row_layer[r]) {
+			return false;
+		}
+	}
+	return true;
 }
 
 static bool ids_in_range(const struct mp_placement *p)
@@ -36,81 +73,106 @@ static bool ids_in_range(const struct mp_placement *p)
 	return true;
 }
 
-static struct mp_doc *p2l_doc(const struct mp_placement *p)
+/* The placement row nearest to hidden layer h (rows ascending). */
+static uint32_t nearest_row(const struct mp_export_layers *l, uint32_t n_rows, uint32_t h)
 {
-	uint32_t N = p->gpus * p->slots_per_gpu;
-	struct mp_doc *list = mp_doc_list();
-	for (uint32_t l = 0; l < p->n_layers; l++) {
-		mp_doc_put(list, NULL, mp_doc_uints(p->layers[l].slot_expert, N));
+	uint32_t best = 0;
+	uint32_t best_d = UINT32_MAX;
+	for (uint32_t r = 0; r < n_rows; r++) {
+		uint32_t d = l->row_layer[r] > h ? l->row_layer[r] - h : h - l->row_layer[r];
+		if (d < best_d) {
+			best = r;
+			best_d = d;
+		}
 	}
-	return list;
+	return best;
 }
 
-struct mp_doc *mp_export_doc(const struct mp_placement *p, enum mp_export_format format)
+int mp_export_map(const struct mp_placement *p, const struct mp_export_layers *l,
+		  uint32_t **map_out, uint32_t *filled)
 {
-	if (!ids_in_range(p)) {
+	*map_out = NULL;
+	if (p->n_layers == 0 || p->n_experts == 0 || !layers_ok(p, l) || !ids_in_range(p)) {
+		return MP_EINVAL;
+	}
+	const size_t N = (size_t)p->gpus * p->slots_per_gpu;
+	uint32_t *map = malloc((size_t)l->hidden_layers * N * sizeof(*map));
+	if (!map) {
+		return MP_ENOMEM;
+	}
+	uint32_t r = 0;
+	uint32_t k = 0;
+	uint32_t n_filled = 0;
+	for (uint32_t h = 0; h < l->hidden_layers; h++) {
+		uint32_t *row = map + (size_t)h * N;
+		while (r < p->n_layers && l->row_layer[r] < h) {
+			r++;
+		}
+		while (k < l->n_moe && l->moe_ids[k] < h) {
+			k++;
+		}
+		const uint32_t *src = NULL;
+		if (r < p->n_layers && l->row_layer[r] == h) {
+			src = p->layers[r].slot_expert;
+		} else if (k < l->n_moe && l->moe_ids[k] == h) {
+			src = p->layers[nearest_row(l, p->n_layers, h)].slot_expert;
+			n_filled++;
+		}
+		if (src) {
+			memcpy(row, src, N * sizeof(*row));
+		} else {
+			for (size_t s = 0; s < N; s++) {
+				row[s] = (uint32_t)(s % p->n_experts);
+			}
+		}
+	}
+	if (filled) {
+		*filled = n_filled;
+	}
+	*map_out = map;
+	return 0;
+}
+
+struct mp_doc *mp_export_doc(const struct mp_placement *p, const struct mp_export_layers *l,
+			     enum mp_export_format format)
+{
+	(void)format;
+	uint32_t *map = NULL;
+	if (mp_export_map(p, l, &map, NULL) != 0) {
 		return NULL;
 	}
-	struct mp_doc *doc = mp_doc_map();
-	mp_doc_put(doc, "physical_to_logical_map", p2l_doc(p));
-	if (format == MP_EXPORT_SGLANG) {
-		return doc;
+	const size_t N = (size_t)p->gpus * p->slots_per_gpu;
+	struct mp_doc *list = mp_doc_list();
+	for (uint32_t h = 0; h < l->hidden_layers; h++) {
+		mp_doc_put(list, NULL, mp_doc_uints(map + (size_t)h * N, (uint32_t)N));
 	}
-	uint32_t N = p->gpus * p->slots_per_gpu;
-	uint32_t E = p->n_experts;
-	uint32_t width = N - E + 1; /* num_redundant_experts + 1 */
-	uint32_t *count = calloc(E, sizeof(*count));
-	if (!count) {
+	free(map);
+	struct mp_doc *doc = mp_doc_map();
+	mp_doc_put(doc, "physical_to_logical_map", list);
+	if (mp_doc_failed(doc)) {
 		mp_doc_destroy(doc);
 		return NULL;
 	}
-	struct mp_doc *l2p = mp_doc_list();
-	struct mp_doc *rc = mp_doc_list();
-	for (uint32_t l = 0; l < p->n_layers; l++) {
-		const uint32_t *m = p->layers[l].slot_expert;
-		for (uint32_t e = 0; e < E; e++) {
-			count[e] = 0;
-		}
-		for (uint32_t s = 0; s < N; s++) {
-			count[m[s]]++;
-		}
-		struct mp_doc *layer = mp_doc_list();
-		for (uint32_t e = 0; e < E; e++) {
-			struct mp_doc *row = mp_doc_list();
-			uint32_t n = 0;
-			for (uint32_t s = 0; s < N && n < width; s++) {
-				if (m[s] == e) {
-					mp_doc_put(row, NULL, mp_doc_int(s));
-					n++;
-				}
-			}
-			for (; n < width; n++) {
-				mp_doc_put(row, NULL, mp_doc_int(-1));
-			}
-			mp_doc_put(layer, NULL, row);
-		}
-		mp_doc_put(l2p, NULL, layer);
-		mp_doc_put(rc, NULL, mp_doc_uints(count, E));
-	}
-	free(count);
-	mp_doc_put(doc, "logical_to_physical_map", l2p);
-	mp_doc_put(doc, "logical_replica_count", rc);
-	mp_doc_put_int(doc, "ep_size", p->gpus);
-	mp_doc_put_int(doc, "num_redundant_experts", N - E);
 	return doc;
 }
 
-int mp_export_save(const struct mp_placement *p, enum mp_export_format format, const char *path)
+int mp_export_save(const struct mp_placement *p, const struct mp_export_layers *l,
+		   enum mp_export_format format, const char *path)
 {
-	if (!ids_in_range(p)) {
+	if (strcmp(path, "-") != 0 && !mp_export_name_ok(path)) {
 		return MP_EINVAL;
 	}
-	struct mp_doc *doc = mp_export_doc(p, format);
-	if (!doc || mp_doc_failed(doc)) {
-		mp_doc_destroy(doc);
+	uint32_t *map = NULL;
+	int rc = mp_export_map(p, l, &map, NULL);
+	free(map);
+	if (rc != 0) {
+		return rc;
+	}
+	struct mp_doc *doc = mp_export_doc(p, l, format);
+	if (!doc) {
 		return MP_ENOMEM;
 	}
-	int rc = mp_doc_save(doc, path, true);
+	rc = mp_doc_save(doc, path, true);
 	mp_doc_destroy(doc);
 	return rc;
 }
@@ -118,15 +180,11 @@ int mp_export_save(const struct mp_placement *p, enum mp_export_format format, c
 void mp_export_flags(const struct mp_placement *p, enum mp_export_format format, const char *file,
 		     char *buf, size_t size)
 {
+	(void)format;
 	uint32_t N = p->gpus * p->slots_per_gpu;
 	uint32_t R = N >= p->n_experts ? N - p->n_experts : 0;
-	if (format == MP_EXPORT_SGLANG) {
-		snprintf(buf, size, "--ep-size %u --ep-num-redundant-experts %u --init-expert-location %s",
-			 p->gpus, R, file ? file : "FILE");
-	} else {
-		snprintf(buf, size,
-			 "--data-parallel-size %u --enable-expert-parallel --enable-eplb "
-			 "--eplb-config '{\"num_redundant_experts\": %u}'",
-			 p->gpus, R);
-	}
+	snprintf(buf, size,
+		 "--tp-size %u --ep-size %u --ep-num-redundant-experts %u --init-expert-location %s "
+		 "--ep-dispatch-algorithm static",
+		 p->gpus, p->gpus, R, file ? file : "FILE.json");
 }

@@ -160,8 +160,121 @@ static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int 
 		    LD_MAX_LOAD_TEXT ")", buf);
 }
 
+/* ------------------------------------------------------ CSV layer identity */
+
+struct uvec {
+	uint32_t *v;
+	size_t n;
+	size_t cap;
+};
+
+static bool uvec_push(struct uvec *u, uint32_t x)
+{
+	if (u->n == u->cap) {
+		size_t cap = u->cap ? u->cap * 2 : 64;
+		uint32_t *v = realloc(u->v, cap * sizeof(*v));
+		if (!v) {
+			return false;
+		}
+		u->v = v;
+		u->cap = cap;
+	}
+	u->v[u->n++] = x;
+	return true;
+}
+
+/* One layer id cell: a decimal integer from 0 to MP_MAX_LAYERS - 1. */
+static bool csv_layer_id(struct ld *ld, const char *a, const char *b, int line, int column,
+			 uint32_t *out)
+{
+	char buf[32];
+	size_t len = (size_t)(b - a);
+	uint64_t v = 0;
+	if (len == 0 || len >= sizeof(buf)) {
+		ld_error_at(ld, line, column, "a layer id must be an integer from 0 to %u", MP_MAX_LAYERS - 1);
+		return false;
+	}
+	memcpy(buf, a, len);
+	buf[len] = '\0';
+	if (ld_parse_u64(buf, &v) != LDQ_OK || v >= MP_MAX_LAYERS) {
+		ld_error_at(ld, line, column, "layer '%s': a layer id must be an integer from 0 to %u "
+			    "(0-based, counting dense layers, as the engines number them)", buf,
+			    MP_MAX_LAYERS - 1);
+		return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* "# layers: 0, 7, 15" (commas or blanks): the rows' model layers.
+ * Returns false when the comment is not a layers line. */
+static bool csv_layers_comment(struct ld *ld, const char *s, const char *stop, int line,
+			       const char *line_start, struct uvec *ids, bool *seen)
+{
+	const char *c = s + 1;
+	while (c < stop && (*c == ' ' || *c == '\t')) {
+		c++;
+	}
+	if (stop - c < 7 || strncasecmp(c, "layers:", 7) != 0) {
+		return false;
+	}
+	if (*seen) {
+		ld_error_at(ld, line, (int)(s - line_start) + 1, "a second '# layers:' line");
+		return true;
+	}
+	*seen = true;
+	c += 7;
+	for (;;) {
+		while (c < stop && (*c == ' ' || *c == '\t' || *c == ',')) {
+			c++;
+		}
+		if (c == stop) {
+			break;
+		}
+		const char *e = c;
+		while (e < stop && *e != ' ' && *e != '\t' && *e != ',') {
+			e++;
+		}
+		uint32_t id = 0;
+		if (!csv_layer_id(ld, c, e, line, (int)(c - line_start) + 1, &id)) {
+			return true;
+		}
+		if (!uvec_push(ids, id)) {
+			ld_fail(ld, MP_ENOMEM);
+			return true;
+		}
+		c = e;
+	}
+	return true;
+}
+
+/* Attach the rows' layer ids (from a '# layers:' line or a layer column),
+ * which must be one per row and strictly increasing. */
+static int csv_attach_ids(struct ld *ld, struct mp_loads *out, const struct uvec *ids, int line)
+{
+	if (ids->n != out->n_layers) {
+		ld_error_at(ld, line, 1, "%zu layer ids for %u rows: give one per row", ids->n, out->n_layers);
+		return ld->status;
+	}
+	for (size_t i = 1; i < ids->n; i++) {
+		if (ids->v[i] <= ids->v[i - 1]) {
+			ld_error_at(ld, line, 1, "layer %u after layer %u: rows must be in increasing layer "
+				    "order, each layer once", ids->v[i], ids->v[i - 1]);
+			return ld->status;
+		}
+	}
+	int rc = mp_loads_set_layer_ids(out, ids->v);
+	if (rc != 0) {
+		ld_fail(ld, rc);
+	}
+	return rc;
+}
+
 /* One row per layer, one column per expert; '#' starts a comment (the
- * first comment line is kept as the source); blank lines are skipped. */
+ * first comment line is kept as the source); blank lines are skipped. The
+ * rows' model layers come from a "# layers: 0, 7, 15" line, or from a
+ * header row whose first cell is "layer", after which every row starts
+ * with its layer id (README "Layer identity"). */
 static int parse_csv(const char *path, const struct ld_text *text, struct mp_loads *out,
 		     struct mp_diags *diags)
 {
@@ -172,6 +285,11 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 	uint32_t cols = 0;
 	uint32_t rows = 0;
 	int first_line = 0;
+	struct uvec ids = {0};
+	bool ids_comment = false;
+	int ids_line = 0;
+	bool layer_column = false;
+	bool header_done = false;
 	const char *p = text->data;
 	const char *end = text->data + text->size;
 	int line = 0;
@@ -195,6 +313,10 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 			continue;
 		}
 		if (*s == '#') {
+			if (csv_layers_comment(&ld, s, stop, line, line_start, &ids, &ids_comment)) {
+				ids_line = ids_line ? ids_line : line;
+				continue;
+			}
 			if (!have_source) {
 				have_source = true;
 				source = csv_source(s, (size_t)(stop - s));
@@ -207,6 +329,38 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 		const char *hash = memchr(s, '#', (size_t)(stop - s));
 		if (hash) {
 			stop = hash;
+		}
+		if (!header_done) {
+			header_done = true;
+			if (stop - s >= 5 && strncasecmp(s, "layer", 5) == 0 &&
+			    (stop - s == 5 || s[5] == ',' || s[5] == ' ' || s[5] == '\t')) {
+				layer_column = true;
+				ids_line = line;
+				if (ids_comment) {
+					ld_error_at(&ld, line, 1, "a layer column and a '# layers:' line: give one");
+				}
+				continue;
+			}
+		}
+		if (layer_column) {
+			const char *comma = memchr(s, ',', (size_t)(stop - s));
+			const char *b = comma ? comma : stop;
+			while (b > s && (b[-1] == ' ' || b[-1] == '\t')) {
+				b--;
+			}
+			uint32_t id = 0;
+			if (!csv_layer_id(&ld, s, b, line, (int)(s - line_start) + 1, &id)) {
+				continue;
+			}
+			if (!comma) {
+				ld_error_at(&ld, line, (int)(stop - line_start) + 1, "layer %u has no loads", id);
+				continue;
+			}
+			if (!uvec_push(&ids, id)) {
+				ld_fail(&ld, MP_ENOMEM);
+				break;
+			}
+			s = comma + 1;
 		}
 		if (rows == MP_MAX_LAYERS) {
 			ld_error_at(&ld, line, 1, "more than %u rows (one row per MoE layer)", MP_MAX_LAYERS);
@@ -285,6 +439,10 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 		rc = loads_from(out, values.v, rows, cols, source);
 		source = NULL;
 	}
+	if (rc == 0 && (layer_column || ids_comment)) {
+		rc = csv_attach_ids(&ld, out, &ids, ids_line);
+	}
+	free(ids.v);
 	free(values.v);
 	free(source);
 	return rc;
@@ -525,6 +683,31 @@ static bool refuse_placement(struct ld *ld, const yaml_node_t *root)
 	return true;
 }
 
+/* SGLang's dumps have one row per hidden layer (num_hidden_layers, dense
+ * layers all zero: expert_distribution.py _StatAccumulator.dump), so row i
+ * is layer i. Returns 0 or MP_ENOMEM. */
+static int loads_every_layer(struct mp_loads *out)
+{
+	uint32_t *ids = malloc((size_t)out->n_layers * sizeof(*ids));
+	if (!ids) {
+		return MP_ENOMEM;
+	}
+	for (uint32_t i = 0; i < out->n_layers; i++) {
+		ids[i] = i;
+	}
+	int rc = mp_loads_set_layer_ids(out, ids);
+	free(ids);
+	out->hidden_layers = rc == 0 ? out->n_layers : 0;
+	return rc;
+}
+
+static void ld_status_merge(struct ld *ld, int rc)
+{
+	if (rc != 0) {
+		ld_fail(ld, rc);
+	}
+}
+
 static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
 {
 	const yaml_node_t *root = ld_root(ld);
@@ -538,6 +721,9 @@ static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
 		const yaml_node_t *lc = ld_require(ld, root, "", "logical_count");
 		if (lc) {
 			ld_parse_loads_array(ld, lc, "logical_count", out);
+		}
+		if (ld->status == 0) {
+			ld_status_merge(ld, loads_every_layer(out));
 		}
 		return;
 	}
@@ -592,6 +778,9 @@ static bool looks_like_csv(const char *path, const struct ld_text *text)
 	}
 	if (*s == '-') {
 		return isdigit((unsigned char)s[1]) || s[1] == '.';
+	}
+	if (strncasecmp(s, "layer", 5) == 0 && (s[5] == ',' || s[5] == '\r' || s[5] == '\n' || s[5] == '\0')) {
+		return true;
 	}
 	return isdigit((unsigned char)*s) || *s == '.' || *s == '+';
 }

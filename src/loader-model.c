@@ -33,7 +33,7 @@ static const char *const model_keys[] = {
 	"shared_expert_intermediate_size", "matrices_per_expert", "int4_group_size",
 	"routed_format", "shared_format", "expert_compute", "dispatch_format",
 	"combine_format", "dense_weight_bytes", "kv_bytes_per_token", "attention",
-	"groups", "drafter", NULL,
+	"groups", "drafter", "moe_layer_ids", NULL,
 };
 
 static const char *const attention_types[] = {"mla", "gqa", NULL};
@@ -184,6 +184,45 @@ static void parse_groups(struct ld *ld, const yaml_node_t *node, const char *wha
 
 static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, struct mp_model *out);
 
+/* moe_layer_ids: [ids], the MoE layers' 0-based ids among the hidden
+ * layers (README "Layer identity"), strictly increasing, one per MoE layer. */
+static void parse_moe_layer_ids(struct ld *ld, const yaml_node_t *node, const char *field,
+				struct mp_model *m)
+{
+	const uint32_t hidden = m->moe_layers + m->dense_layers;
+	if (node->type != YAML_SEQUENCE_NODE) {
+		ld_error(ld, node, "%s: expected a list of layer ids, got %s", field, ld_kind_name(node));
+		return;
+	}
+	size_t n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+	if (n != m->moe_layers) {
+		ld_error(ld, node, "%s: %zu ids, expected one per MoE layer (moe_layers %u)", field, n,
+			 m->moe_layers);
+		return;
+	}
+	uint32_t *ids = calloc(n ? n : 1, sizeof(*ids));
+	if (!ids) {
+		ld_fail(ld, MP_ENOMEM);
+		return;
+	}
+	bool ok = true;
+	for (size_t i = 0; i < n && ok; i++) {
+		const yaml_node_t *item = ld_node(ld, node->data.sequence.items.start[i]);
+		char sub[300];
+		snprintf(sub, sizeof(sub), "%s[%zu]", field, i);
+		ok = ld_get_u32(ld, item, sub, 0, hidden ? hidden - 1 : 0, &ids[i]);
+		if (ok && i > 0 && ids[i] <= ids[i - 1]) {
+			ld_error(ld, item, "%s: %u after %u; ids must increase (each layer once)", sub,
+				 ids[i], ids[i - 1]);
+			ok = false;
+		}
+	}
+	if (ok && mp_model_set_moe_layer_ids(m, ids) != 0) {
+		ld_fail(ld, MP_ENOMEM);
+	}
+	free(ids);
+}
+
 void ld_parse_model(struct ld *ld, const yaml_node_t *node, const char *what, struct mp_model *out)
 {
 	char field[256];
@@ -278,6 +317,10 @@ void ld_parse_model(struct ld *ld, const yaml_node_t *node, const char *what, st
 		char sub[256];
 		snprintf(sub, sizeof(sub), "%s", FIELD("drafter"));
 		parse_drafter(ld, drafter, sub, &m, &m.drafter);
+	}
+	const yaml_node_t *ids = ld_get(ld, node, "moe_layer_ids");
+	if (ids) {
+		parse_moe_layer_ids(ld, ids, FIELD("moe_layer_ids"), &m);
 	}
 	mp_model_finish(out);
 	*out = m;
@@ -577,31 +620,37 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 	}
 	m.hidden_size = h;
 
-	/* Which layers carry experts. */
-	uint32_t moe_layers = layers;
+	/* Which layers carry experts: the same tests as the engines' model
+	 * code (SGLang python/sglang/srt/models/deepseek_v2.py: layer_id >=
+	 * first_k_dense_replace and layer_id % moe_layer_freq == 0;
+	 * qwen2_moe.py: not in mlp_only_layers and (layer_id + 1) %
+	 * decoder_sparse_step == 0; llama4.py Llama4DecoderLayer._is_moe_layer:
+	 * (layer_id + 1) % interleave_moe_layer_step == 0). */
+	uint32_t first_dense = 0;
+	uint32_t freq = 1;
+	uint32_t step = 1;
+	const yaml_node_t *mlp_only = NULL;
 	if (family == HF_DEEPSEEK) {
-		uint32_t first_dense = 0;
-		uint32_t freq = 1;
 		hf_u32(&hf, "first_k_dense_replace", false, 0, MP_MAX_LAYERS, &first_dense);
 		hf_u32(&hf, "moe_layer_freq", false, 1, MP_MAX_LAYERS, &freq);
-		moe_layers = 0;
-		for (uint32_t i = first_dense; i < layers; i++) {
-			moe_layers += i % freq == 0;
-		}
 	} else if (family == HF_QWEN_MOE) {
-		uint32_t step = 1;
 		hf_u32(&hf, "decoder_sparse_step", false, 1, MP_MAX_LAYERS, &step);
-		const yaml_node_t *mlp_only = hf_value(&hf, "mlp_only_layers");
-		moe_layers = 0;
-		for (uint32_t i = 0; i < layers; i++) {
-			moe_layers += !hf_list_has(&hf, mlp_only, i) && (i + 1) % step == 0;
-		}
+		mlp_only = hf_value(&hf, "mlp_only_layers");
 	} else if (family == HF_LLAMA4) {
-		uint32_t step = 1;
 		hf_u32(&hf, "interleave_moe_layer_step", false, 1, MP_MAX_LAYERS, &step);
-		moe_layers = 0;
-		for (uint32_t i = 0; i < layers; i++) {
-			moe_layers += (i + 1) % step == 0;
+	}
+	uint32_t *moe_ids = calloc(layers ? layers : 1, sizeof(*moe_ids));
+	if (!moe_ids) {
+		ld_fail(ld, MP_ENOMEM);
+		mp_model_finish(&m);
+		return;
+	}
+	uint32_t moe_layers = 0;
+	for (uint32_t i = 0; i < layers; i++) {
+		bool moe = i >= first_dense && i % freq == 0 && (i + 1) % step == 0 &&
+			   !hf_list_has(&hf, mlp_only, i);
+		if (moe) {
+			moe_ids[moe_layers++] = i;
 		}
 	}
 	if (layers && moe_layers == 0) {
@@ -609,6 +658,10 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 	}
 	m.moe_layers = moe_layers;
 	m.dense_layers = layers - moe_layers;
+	if (moe_layers > 0 && mp_model_set_moe_layer_ids(&m, moe_ids) != 0) {
+		ld_fail(ld, MP_ENOMEM);
+	}
+	free(moe_ids);
 
 	/* Shared experts. */
 	if (family == HF_DEEPSEEK) {

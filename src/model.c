@@ -28,6 +28,61 @@ void mp_model_finish(struct mp_model *model)
 	}
 	free(model->name);
 	model->name = NULL;
+	free(model->moe_layer_ids);
+	model->moe_layer_ids = NULL;
+}
+
+uint32_t mp_model_hidden_layers(const struct mp_model *model)
+{
+	return model->moe_layers + model->dense_layers;
+}
+
+uint32_t mp_model_moe_layer_id(const struct mp_model *model, uint32_t k)
+{
+	return model->moe_layer_ids ? model->moe_layer_ids[k] : model->dense_layers + k;
+}
+
+uint32_t mp_model_moe_index(const struct mp_model *model, uint32_t layer)
+{
+	if (!model->moe_layer_ids) {
+		return layer >= model->dense_layers && layer < mp_model_hidden_layers(model)
+			? layer - model->dense_layers : UINT32_MAX;
+	}
+	uint32_t lo = 0;
+	uint32_t hi = model->moe_layers;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (model->moe_layer_ids[mid] < layer) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo < model->moe_layers && model->moe_layer_ids[lo] == layer ? lo : UINT32_MAX;
+}
+
+int mp_model_set_moe_layer_ids(struct mp_model *model, const uint32_t *ids)
+{
+	free(model->moe_layer_ids);
+	model->moe_layer_ids = NULL;
+	if (!ids) {
+		return 0;
+	}
+	const uint32_t hidden = mp_model_hidden_layers(model);
+	for (uint32_t k = 0; k < model->moe_layers; k++) {
+		if (ids[k] >= hidden || (k > 0 && ids[k] <= ids[k - 1])) {
+			return MP_EINVAL;
+		}
+	}
+	if (model->moe_layers == 0) {
+		return 0;
+	}
+	model->moe_layer_ids = malloc((size_t)model->moe_layers * sizeof(*ids));
+	if (!model->moe_layer_ids) {
+		return MP_ENOMEM;
+	}
+	memcpy(model->moe_layer_ids, ids, (size_t)model->moe_layers * sizeof(*ids));
+	return 0;
 }
 
 void mp_hardware_init(struct mp_hardware *hw)

@@ -265,6 +265,71 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	}
 }
 
+/* Which model layer each row of the loads is (README "Layer identity").
+ * Rows that name their layers (a '# layers:' line, a layer column,
+ * SGLang's dump with every hidden layer) keep the MoE ones, in order; a
+ * dense layer's row must be all zero (SGLang's recorder writes zeros for
+ * them) and is dropped. Unnamed rows are the model's MoE layers in order
+ * when there is one per MoE layer; fewer unnamed rows keep no ids (they
+ * are planned, but cannot be exported). */
+int mp_plan_layers(const struct mp_model *model, struct mp_loads *loads, struct mp_diags *diags)
+{
+	const uint32_t hidden = mp_model_hidden_layers(model);
+	const uint32_t E = loads->n_experts;
+	const char *where = loads->path ? loads->path : "traffic";
+	if (loads->hidden_layers && loads->hidden_layers != hidden) {
+		return mp_diags_add(diags, where, 0, 0, MP_EINVAL,
+				    "the loads have a row for each of %u hidden layers, but the model has %u "
+				    "(%u MoE + %u dense)", loads->hidden_layers, hidden, model->moe_layers,
+				    model->dense_layers);
+	}
+	uint32_t *ids = malloc((size_t)loads->n_layers * sizeof(*ids));
+	if (!ids) {
+		return MP_ENOMEM;
+	}
+	uint32_t kept = 0;
+	int rc = 0;
+	for (uint32_t r = 0; r < loads->n_layers && rc == 0; r++) {
+		if (!loads->layer_ids) {
+			ids[kept++] = loads->n_layers == model->moe_layers ? mp_model_moe_layer_id(model, r) : r;
+			continue;
+		}
+		const uint32_t id = loads->layer_ids[r];
+		const double *row = mp_loads_row(loads, r);
+		if (id >= hidden) {
+			rc = mp_diags_add(diags, where, 0, 0, MP_EINVAL,
+					  "loads row %u is layer %u, but the model has %u hidden layers (0 to %u)",
+					  r, id, hidden, hidden - 1);
+		} else if (mp_model_moe_index(model, id) != UINT32_MAX) {
+			memmove(mp_loads_row(loads, kept), row, (size_t)E * sizeof(*row));
+			ids[kept++] = id;
+		} else {
+			for (uint32_t e = 0; e < E && rc == 0; e++) {
+				if (row[e] != 0.0) {
+					rc = mp_diags_add(diags, where, 0, 0, MP_EINVAL,
+							  "loads row %u is layer %u, a dense layer of the model "
+							  "(no experts), but expert %u has load %g there",
+							  r, id, e, row[e]);
+				}
+			}
+		}
+	}
+	if (rc == 0 && kept == 0) {
+		rc = mp_diags_add(diags, where, 0, 0, MP_EINVAL,
+				  "the loads have no row for a MoE layer of the model");
+	}
+	if (rc == 0) {
+		bool named = loads->layer_ids || loads->n_layers == model->moe_layers;
+		loads->n_layers = kept;
+		loads->hidden_layers = 0;
+		free(loads->layer_ids);
+		loads->layer_ids = NULL;
+		rc = named ? mp_loads_set_layer_ids(loads, ids) : 0;
+	}
+	free(ids);
+	return rc;
+}
+
 int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *opts,
 		  struct mp_plan *out, struct mp_diags *diags)
 {
@@ -285,6 +350,10 @@ int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *op
 		return mp_diags_add(diags, NULL, 0, 0, rc,
 				    "traffic: loads must have %u layers x %u experts to match the model",
 				    n_layers, model->routed_experts);
+	}
+	rc = mp_plan_layers(model, &out->loads, diags);
+	if (rc) {
+		return rc;
 	}
 	rc = plan_phase(sc, opts, &out->loads, true, &out->prefill, diags);
 	if (rc == 0) {
@@ -311,7 +380,8 @@ static struct mp_doc *hbm_doc(const struct mp_capacity *c)
 	return d;
 }
 
-static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_phase_spec *spec)
+static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_phase_spec *spec,
+				 const uint32_t *layer_ids)
 {
 	struct mp_doc *d = mp_doc_map();
 	const struct mp_roofline_part *m = &ph->roofline.main;
@@ -331,7 +401,7 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	mp_doc_put_real(d, "predicted_expert_time_s", ph->step_expert_s);
 	mp_doc_put(d, "hbm", hbm_doc(&ph->hbm));
 	mp_doc_put(d, "widths", widths_doc(&ph->widths));
-	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, NULL));
+	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, layer_ids));
 	return d;
 }
 
@@ -343,20 +413,22 @@ struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenar
 	struct mp_doc *model = mp_doc_map();
 	mp_doc_put_string(model, "name", sc->model.name ? sc->model.name : "");
 	mp_doc_put_int(model, "moe_layers", sc->model.moe_layers);
+	mp_doc_put_int(model, "hidden_layers", mp_model_hidden_layers(&sc->model));
 	mp_doc_put_int(model, "routed_experts", sc->model.routed_experts);
 	mp_doc_put_int(model, "top_k", sc->model.top_k);
 	mp_doc_put(doc, "model", model);
 	mp_doc_put_string(doc, "loads_source", plan->loads.source ? plan->loads.source : "");
-	mp_doc_put(doc, "prefill", phase_doc(&plan->prefill, &sc->prefill));
-	mp_doc_put(doc, "decode", phase_doc(&plan->decode, &sc->decode));
+	mp_doc_put(doc, "prefill", phase_doc(&plan->prefill, &sc->prefill, plan->loads.layer_ids));
+	mp_doc_put(doc, "decode", phase_doc(&plan->decode, &sc->decode, plan->loads.layer_ids));
 	struct mp_doc *notes = mp_doc_list();
-	char buf[256];
-	snprintf(buf, sizeof(buf), "SGLang decode: --ep-size %u --ep-num-redundant-experts %u "
-		 "--init-expert-location <decode map exported with --export sglang>",
-		 plan->decode.ep, plan->decode.redundant);
+	char buf[384];
+	snprintf(buf, sizeof(buf), "SGLang decode: --tp-size %u --ep-size %u --ep-num-redundant-experts %u "
+		 "--init-expert-location MAP.json --ep-dispatch-algorithm static (MAP.json from "
+		 "--export sglang)", plan->decode.ep, plan->decode.ep, plan->decode.redundant);
 	mp_doc_put(notes, NULL, mp_doc_string(buf));
-	snprintf(buf, sizeof(buf), "vLLM decode: --enable-expert-parallel --enable-eplb "
-		 "--eplb-config '{\"num_redundant_experts\": %u}' on %u GPUs",
+	snprintf(buf, sizeof(buf), "vLLM decode: reads no placement from a file; "
+		 "--enable-expert-parallel --enable-eplb --eplb-config '{\"num_redundant_experts\": %u}' "
+		 "on %u GPUs lets it balance the same slots by itself",
 		 plan->decode.redundant, plan->decode.ep);
 	mp_doc_put(notes, NULL, mp_doc_string(buf));
 	mp_doc_put(doc, "notes", notes);

@@ -41,7 +41,29 @@ void mp_loads_finish(struct mp_loads *loads)
 	free(loads->w);
 	free(loads->source);
 	free(loads->path);
+	free(loads->layer_ids);
 	*loads = (struct mp_loads){ 0 };
+}
+
+int mp_loads_set_layer_ids(struct mp_loads *loads, const uint32_t *ids)
+{
+	assert(loads);
+	free(loads->layer_ids);
+	loads->layer_ids = NULL;
+	if (!ids || loads->n_layers == 0) {
+		return 0;
+	}
+	for (uint32_t r = 0; r < loads->n_layers; r++) {
+		if (ids[r] >= MP_MAX_LAYERS || (r > 0 && ids[r] <= ids[r - 1])) {
+			return MP_EINVAL;
+		}
+	}
+	loads->layer_ids = malloc((size_t)loads->n_layers * sizeof(*ids));
+	if (!loads->layer_ids) {
+		return MP_ENOMEM;
+	}
+	memcpy(loads->layer_ids, ids, (size_t)loads->n_layers * sizeof(*ids));
+	return 0;
 }
 
 void mp_traffic_init(struct mp_traffic *traffic)
@@ -134,6 +156,11 @@ static int copy_observed(const struct mp_loads *observed, uint32_t n_layers,
 		}
 	}
 	memcpy(tmp->w, observed->w, count * sizeof(*tmp->w));
+	tmp->hidden_layers = observed->hidden_layers;
+	int rc = mp_loads_set_layer_ids(tmp, observed->layer_ids);
+	if (rc != 0) {
+		return rc;
+	}
 	if (observed->source) {
 		tmp->source = strdup(observed->source);
 		if (!tmp->source) {

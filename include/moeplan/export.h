@@ -1,30 +1,35 @@
 /* moeplan: a placement in the serving engines' own formats.
  *
- * SGLang: the JSON that `--init-expert-location FILE.json` reads,
- *   {"physical_to_logical_map": [[...], ...]}   [layers][physical experts]
- * with nothing else in it: SGLang passes the keys of that object as keyword
- * arguments to ExpertLocationMetadata.init_by_mapping (sgl-project/sglang,
- * python/sglang/srt/eplb/expert_location.py,
- * compute_initial_expert_location_metadata), so any other key is an error
- * there. Physical expert p lives on EP rank p / (physical experts / ep_size)
- * (same file, _compute_gpu_id_of_physical_expert): slots on GPU g are
- * g*S .. g*S+S-1, as in moeplan. Launch with --ep-size G and
- * --ep-num-redundant-experts N - E (num_physical_experts = num_logical +
- * ep_num_redundant_experts, same file, _init_common).
+ * SGLang (sgl-project/sglang, read at commit 01fec5c2e61f): the JSON that
+ * `--init-expert-location FILE.json` reads,
+ *   {"physical_to_logical_map": [[...], ...]}   [num_hidden_layers][physical experts]
+ * with nothing else in it. python/sglang/srt/eplb/expert_location.py,
+ * compute_initial_expert_location_metadata, reads the file as JSON only
+ * when its name ends in ".json" (".pt" is torch.load, anything else is
+ * parsed as inline JSON text) and passes the object's keys as keyword
+ * arguments to ExpertLocationMetadata.init_by_mapping, so any other key is
+ * an error there. The map has one row per hidden layer, dense layers
+ * included: the models size it by config.num_hidden_layers
+ * (models/deepseek_v2.py get_model_config_for_expert_location) and look
+ * rows up by the absolute layer id (expert_location_dispatch.py
+ * ExpertLocationDispatchInfo.init_new(layer_id)); nothing checks the row
+ * count, so a short map shifts every layer. Physical expert p lives on EP
+ * rank p / (physical experts / ep_size) (expert_location.py
+ * _compute_gpu_id_of_physical_expert): slots on GPU g are g*S .. g*S+S-1,
+ * as in moeplan; num_physical_experts = num_logical +
+ * ep_num_redundant_experts (_init_common).
  *
- * vLLM: the three tensors of its EPLB state (vllm-project/vllm,
- * vllm/distributed/eplb/eplb_state.py, class EplbState):
- *   physical_to_logical_map  [layers][physical experts]
- *   logical_to_physical_map  [layers][logical experts][num_redundant_experts + 1],
- *                            each expert's physical ids ascending, padded with -1
- *   logical_replica_count    [layers][logical experts]
- * plus "ep_size" and "num_redundant_experts" (N - E) for reference; vLLM
- * places physical expert p on EP rank p / (N / ep_size) likewise.
+ * vLLM (vllm-project/vllm, vllm/distributed/eplb/eplb_state.py,
+ * EplbState.build) loads no placement from a file: it starts from the
+ * identity layout and rebalances by itself; there is no moeplan export for
+ * it (README "Engines").
  */
 #ifndef MOEPLAN_EXPORT_H
 #define MOEPLAN_EXPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "moeplan/doc.h"
 #include "moeplan/placement.h"
@@ -35,30 +40,65 @@ extern "C" {
 
 enum mp_export_format {
 	MP_EXPORT_SGLANG = 0,
-	MP_EXPORT_VLLM,
 };
 
-/** Parse "sglang" or "vllm" (case-insensitive). Returns 0 or MP_EINVAL. */
+/** Parse "sglang" (case-insensitive). Returns 0, or MP_EINVAL (also for
+ * "vllm": vLLM reads no map from a file). */
 int mp_export_parse(const char *name, enum mp_export_format *out);
 
 /** Lower-case name of a format. */
 const char *mp_export_name(enum mp_export_format format);
 
-/** The engine document of a placement's maps (the layers' slot_expert;
- * loads are not used). Returns a new tree, or NULL on allocation failure or
- * when an expert id is out of range (>= n_experts). */
-struct mp_doc *mp_export_doc(const struct mp_placement *placement, enum mp_export_format format);
+/** Where a placement's rows sit among the model's hidden layers. */
+struct mp_export_layers {
+	uint32_t hidden_layers;    /**< rows of the engine's map (num_hidden_layers), >= 1 */
+	const uint32_t *moe_ids;   /**< [n_moe] the MoE layers (0-based hidden-layer ids),
+				        strictly increasing; every other layer is dense */
+	uint32_t n_moe;
+	const uint32_t *row_layer; /**< [placement n_layers] the MoE layer each placement row
+				        was planned for, strictly increasing, each in moe_ids */
+};
 
-/** Write mp_export_doc as JSON to path atomically ("-" = stdout).
- * Returns 0, MP_EINVAL (an id out of range), MP_ENOMEM or MP_EIO. */
-int mp_export_save(const struct mp_placement *placement, enum mp_export_format format,
-		   const char *path);
+/** The engine's full map: map[hidden_layers * N] (N = gpus *
+ * slots_per_gpu) with row h = the placement row planned for layer h; a
+ * dense layer gets the identity row p % n_experts (what SGLang's
+ * ExpertLocationMetadata.init_trivial gives every layer; dense layers never
+ * read it); a MoE layer no row was planned for gets the row of the nearest
+ * planned layer (smallest |h - row layer|, the lower one on a tie), i.e.
+ * it is placed from the nearest observed popularity. *filled (may be NULL)
+ * gets the number of such MoE layers. Returns 0, MP_EINVAL (layers
+ * inconsistent with the placement, an id out of range) or MP_ENOMEM;
+ * *map_out is a new array the caller frees. */
+int mp_export_map(const struct mp_placement *placement, const struct mp_export_layers *layers,
+		  uint32_t **map_out, uint32_t *filled);
 
-/** The engine flags that match a placement, one line:
- * SGLang "--ep-size G --ep-num-redundant-experts R --init-expert-location FILE";
- * vLLM "--enable-expert-parallel --enable-eplb --eplb-config
- * '{"num_redundant_experts": R}'" with the data-parallel size G. file may be
- * NULL (then "FILE"). Writes at most size bytes into buf (NUL-terminated). */
+/** The engine document: {"physical_to_logical_map": map} of mp_export_map.
+ * Returns a new tree, or NULL (MP_EINVAL or MP_ENOMEM cases above). */
+struct mp_doc *mp_export_doc(const struct mp_placement *placement,
+			     const struct mp_export_layers *layers, enum mp_export_format format);
+
+/** Write mp_export_doc as JSON to path atomically ("-" = stdout). A file
+ * name must end in ".json" (SGLang reads other names as torch or inline
+ * JSON). Returns 0, MP_EINVAL (a bad name or mp_export_map's cases),
+ * MP_ENOMEM or MP_EIO. */
+int mp_export_save(const struct mp_placement *placement, const struct mp_export_layers *layers,
+		   enum mp_export_format format, const char *path);
+
+/** True when path can be given to --init-expert-location as a JSON map
+ * (ends in ".json", case as SGLang compares it: exactly ".json"). */
+bool mp_export_name_ok(const char *path);
+
+/** The engine flags that keep the placement, one line:
+ * "--tp-size G --ep-size G --ep-num-redundant-experts R
+ * --init-expert-location FILE --ep-dispatch-algorithm static". SGLang
+ * builds the EP group inside the TP group (ep_size <= tp_size), so with
+ * DP attention the EP width is the TP size; static dispatch sends each
+ * rank's tokens for an expert to one fixed replica, the one on its own GPU
+ * when it has one (expert_location.py
+ * compute_logical_to_rank_dispatch_physical_map), and is what SGLang
+ * chooses for a given init_expert_location (server_args.py
+ * _handle_eplb_and_dispatch); --enable-eplb would rebalance it away. file
+ * may be NULL (then "FILE.json"). Writes at most size bytes into buf. */
 void mp_export_flags(const struct mp_placement *placement, enum mp_export_format format,
 		     const char *file, char *buf, size_t size);
 

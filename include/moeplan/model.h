@@ -76,6 +76,13 @@ struct mp_model {
 	uint32_t hidden_size;             /**< d, elements */
 	uint32_t moe_layers;              /**< layers with routed experts */
 	uint32_t dense_layers;            /**< layers with a dense FFN instead */
+	uint32_t *moe_layer_ids;          /**< owned; [moe_layers] the MoE layers' 0-based ids among
+					       the moe_layers + dense_layers hidden layers, ascending
+					       (HF first_k_dense_replace, moe_layer_freq,
+					       mlp_only_layers, decoder_sparse_step,
+					       interleave_moe_layer_step; preset moe_layer_ids), or
+					       NULL = the dense layers come first (ids dense_layers ..
+					       dense_layers + moe_layers - 1, DeepSeek's layout) */
 	uint32_t routed_experts;          /**< E, logical routed experts per MoE layer */
 	uint32_t shared_experts;          /**< shared experts per MoE layer */
 	uint32_t top_k;                   /**< k, routed experts per token */
@@ -122,6 +129,21 @@ void mp_hardware_init(struct mp_hardware *hw);
 
 /** Free owned strings; accepts NULL. */
 void mp_hardware_finish(struct mp_hardware *hw);
+
+/** Hidden layers (num_hidden_layers): moe_layers + dense_layers. */
+uint32_t mp_model_hidden_layers(const struct mp_model *model);
+
+/** The 0-based hidden-layer id of the k-th MoE layer (k < moe_layers). */
+uint32_t mp_model_moe_layer_id(const struct mp_model *model, uint32_t k);
+
+/** The MoE index k of hidden layer `layer`, or UINT32_MAX when that layer
+ * is dense (or beyond the model). */
+uint32_t mp_model_moe_index(const struct mp_model *model, uint32_t layer);
+
+/** Give the model explicit MoE layer ids: ids[moe_layers], strictly
+ * increasing, each below moe_layers + dense_layers (copied; NULL = dense
+ * layers first). Returns 0, MP_EINVAL or MP_ENOMEM. */
+int mp_model_set_moe_layer_ids(struct mp_model *model, const uint32_t *ids);
 
 /** Bits per stored value of a format, scales included.
  * MXFP4 4.25 and NVFP4 4.5: OCP Microscaling spec v1.0 (Rouhani et al. 2023)

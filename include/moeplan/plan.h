@@ -69,6 +69,17 @@ void mp_plan_init(struct mp_plan *plan);
 /** Free; accepts NULL. */
 void mp_plan_finish(struct mp_plan *plan);
 
+/** Fit loads to a model's layers (README "Layer identity"): rows that
+ * name their layers (loads->layer_ids: a CSV's '# layers:' line or layer
+ * column, SGLang's dump) keep the model's MoE layers in order, and a dense
+ * layer's row, which must be all zero (SGLang's recorder writes zeros
+ * there), is dropped; unnamed rows are the MoE layers in order when there
+ * is one per MoE layer (then they get those ids), else they keep no ids.
+ * A dump's hidden-layer count must be the model's. Returns 0, or MP_EINVAL
+ * (a row beyond the model, loads on a dense layer, no MoE row) with a
+ * diagnostic, or MP_ENOMEM. */
+int mp_plan_layers(const struct mp_model *model, struct mp_loads *loads, struct mp_diags *diags);
+
 /** Run the pipeline on a loaded scenario: generate the loads, choose each
  * phase's EP width and slots (README "How widths are chosen"; decode widths
  * ranked by expert time x the busiest-GPU factor of a sample of layers

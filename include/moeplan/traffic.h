@@ -19,6 +19,11 @@ struct mp_loads {
 	double *w;
 	char *source; /**< owned; where the loads came from (first comment line of a CSV), may be NULL */
 	char *path;   /**< owned; the file they were read from, may be NULL */
+	uint32_t *layer_ids; /**< owned; [n_layers] the model layer of each row, 0-based in the
+				  engine's numbering (num_hidden_layers, dense layers counted), or
+				  NULL when the input does not say (README "Layer identity") */
+	uint32_t hidden_layers; /**< rows cover every hidden layer 0..hidden_layers-1 (SGLang's
+				     dumps, whose rows are num_hidden_layers), or 0 = not known */
 };
 
 /** Maximum sizes accepted anywhere (documented in the README). */
@@ -35,6 +40,11 @@ int mp_loads_alloc(struct mp_loads *loads, uint32_t n_layers, uint32_t n_experts
 
 /** Free; accepts NULL. */
 void mp_loads_finish(struct mp_loads *loads);
+
+/** Give loads row layer ids: ids[n_layers] copied (NULL frees them).
+ * Returns 0, MP_EINVAL (ids not strictly increasing or above
+ * MP_MAX_LAYERS) or MP_ENOMEM. */
+int mp_loads_set_layer_ids(struct mp_loads *loads, const uint32_t *ids);
 
 /** Row pointer of a layer (n_experts values). */
 static inline double *mp_loads_row(const struct mp_loads *loads, uint32_t layer)

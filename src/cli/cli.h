@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "moeplan/export.h"
 #include "moeplan/diag.h"
 #include "moeplan/doc.h"
 #include "moeplan/roofline.h"
@@ -212,12 +213,35 @@ extern const struct cli_command_help cmd_comm_help;
 int cmd_replan(int argc, char **argv);
 extern const struct cli_command_help cmd_replan_help;
 struct mp_placement;
-/** Check an --export value ("sglang" or "vllm"); a usage error otherwise. */
+struct mp_model;
+/** Check an --export value ("sglang"); a usage error otherwise ("vllm"
+ * says why it was removed). In export-map.c. */
 bool cli_parse_export(const char *cmd, const char *text);
+/** An engine map's name must end in .json (or be "-"); a usage error
+ * naming SGLang's rule otherwise. */
+bool cli_export_name_ok(const char *cmd, const char *path);
+/** The layers of an export (moeplan/export.h), owning its arrays. */
+struct cli_layers {
+	bool known;                   /**< false: the rows' layers are not known */
+	struct mp_export_layers layers;
+	uint32_t *moe;
+	uint32_t *rows;
+};
+void cli_layers_finish(struct cli_layers *cl);
+/** From a model's numbering; row_layer[n_rows] the rows' layers, or NULL
+ * when the rows are the model's MoE layers in order (then n_rows must be
+ * moe_layers, else MP_EINVAL). Returns 0, MP_EINVAL or MP_ENOMEM. */
+int cli_layers_from_model(struct cli_layers *cl, const struct mp_model *model,
+			  const uint32_t *row_layer, uint32_t n_rows);
+/** Rows that are already the engine's rows (an SGLang map or dump): row r
+ * is hidden layer r. */
+int cli_layers_every_row(struct cli_layers *cl, uint32_t n_rows);
 /** Write a placement's map in an engine's format (cli_parse_export'ed name)
- * to path (NULL or "-" = stdout) and print the matching engine flags on
- * stderr unless --quiet; an exit status. In cmd-replan.c. */
-int cli_export_map(const struct mp_placement *placement, const char *format, const char *path);
+ * to path (NULL or "-" = stdout), one row per hidden layer as cl says, and
+ * print the matching engine flags on stderr unless --quiet; an exit
+ * status. cl NULL or not known: refused with the reason. */
+int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
+		   const char *format, const char *path);
 /** Why a write failed, for "cannot write: ..." messages: strerror(err)
  * when rc is MP_EIO from mp_write_atomic/mp_doc_save (which leave the
  * failing call's errno; pass errno read right after the call), else

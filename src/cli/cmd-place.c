@@ -8,6 +8,11 @@
 #include "moeplan/placement.h"
 #include "moeplan/plan.h"
 
+enum {
+	OPT_EXPORT = 256,
+	OPT_EXPORT_OUTPUT,
+};
+
 static const struct option place_options[] = {
 	{"gpus", required_argument, NULL, 'g'},
 	{"slots", required_argument, NULL, 's'},
@@ -22,6 +27,9 @@ static const struct option place_options[] = {
 	{"output", required_argument, NULL, 'o'},
 	{"format", required_argument, NULL, 'f'},
 	{"verbose", no_argument, NULL, 'v'},
+	{"export", required_argument, NULL, OPT_EXPORT},
+	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
+	{"model", required_argument, NULL, 'm'},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -48,6 +56,14 @@ static const struct cli_option_help place_help[] = {
 	{"FILE", "write the placement to FILE atomically ('-' = stdout, the default)"},
 	{"FMT", "yaml (default) or json"},
 	{NULL, "show GLPK's own log on stderr"},
+	{"ENGINE", "write the map as sglang (--init-expert-location JSON, one row per hidden\n"
+		   "                                 layer) to -o instead of the placement, or to --export-output;\n"
+		   "                                 the name must end in .json (default: none)"},
+	{"FILE.json", "with --export: the engine map goes to FILE.json and the placement to -o\n"
+		      "                                 (default: none)"},
+	{"FILE", "the model (preset or config.json): its layer numbering places the rows\n"
+		 "                                 for --export, and its dense layers' rows are dropped (they must\n"
+		 "                                 be zero); not needed for SGLang's own dumps (default: none)"},
 	{NULL, "show this help"},
 };
 
@@ -76,6 +92,9 @@ const struct cli_command_help cmd_place_help = {
 struct place_args {
 	const char *loads;
 	const char *output;
+	const char *export_format;
+	const char *export_output;
+	const char *model;
 	uint32_t gpus;
 	uint32_t slots;
 	bool have_gpus;
@@ -168,6 +187,18 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 		case 'v':
 			a->opts.verbose = true;
 			break;
+		case OPT_EXPORT:
+			if (!cli_parse_export("place", optarg)) {
+				return EXIT_USAGE;
+			}
+			a->export_format = optarg;
+			break;
+		case OPT_EXPORT_OUTPUT:
+			a->export_output = optarg;
+			break;
+		case 'm':
+			a->model = optarg;
+			break;
 		case 'h':
 			cli_print_help(&cmd_place_help, stdout);
 			return -1;
@@ -208,10 +239,41 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 				 "--gpus-per-node %u)", a->opts.n_groups, a->gpus / a->opts.gpus_per_node,
 				 a->gpus, a->opts.gpus_per_node);
 	}
-	if (a->output && cli_same_file(a->output, a->loads)) {
-		return cli_usage("place", "'%s' is the input; refusing to overwrite it", a->output);
+	if (a->export_output && !a->export_format) {
+		return cli_usage("place", "--export-output needs --export sglang");
 	}
-	return cli_check_outputs(&a->output, 1);
+	if (a->export_format && !cli_export_name_ok("place", a->export_output ? a->export_output : a->output)) {
+		return EXIT_USAGE;
+	}
+	const char *outs[] = {a->output, a->export_output};
+	for (size_t i = 0; i < 2; i++) {
+		if (outs[i] && (cli_same_file(outs[i], a->loads) || (a->model && cli_same_file(outs[i], a->model)))) {
+			return cli_usage("place", "'%s' is an input; refusing to overwrite it", outs[i]);
+		}
+	}
+	return cli_check_outputs(outs, 2);
+}
+
+/* --model: keep the loads' MoE rows (mp_plan_layers) and number them for
+ * --export by the model's layers. */
+static int place_model_layers(const struct place_args *a, struct mp_loads *loads,
+			      struct cli_layers *layers, struct mp_diags *diags)
+{
+	struct mp_model model;
+	mp_model_init(&model);
+	int rc = mp_load_model(a->model, &model, diags);
+	if (rc == 0 && loads->n_experts != model.routed_experts) {
+		rc = mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL, "%u experts per row, but %s has %u "
+				  "routed experts", loads->n_experts, a->model, model.routed_experts);
+	}
+	if (rc == 0) {
+		rc = mp_plan_layers(&model, loads, diags);
+	}
+	if (rc == 0 && (loads->layer_ids || loads->n_layers == model.moe_layers)) {
+		rc = cli_layers_from_model(layers, &model, loads->layer_ids, loads->n_layers);
+	}
+	mp_model_finish(&model);
+	return rc;
 }
 
 int cmd_place(int argc, char **argv)
@@ -226,6 +288,7 @@ int cmd_place(int argc, char **argv)
 	struct mp_placement pl;
 	struct mp_diags diags;
 	struct mp_doc *doc = NULL;
+	struct cli_layers layers = {0};
 	mp_loads_init(&loads);
 	mp_placement_init(&pl);
 	mp_diags_init(&diags);
@@ -236,6 +299,12 @@ int cmd_place(int argc, char **argv)
 		if (diags.count == 0) {
 			cli_error("%s: %s", a.loads, mp_strerror(rc));
 		}
+		exit_code = EXIT_INPUT;
+		goto out;
+	}
+	rc = a.model ? place_model_layers(&a, &loads, &layers, &diags) : 0;
+	if (rc != 0) {
+		cli_print_diags(&diags);
 		exit_code = EXIT_INPUT;
 		goto out;
 	}
@@ -254,13 +323,26 @@ int cmd_place(int argc, char **argv)
 		exit_code = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;
 		goto out;
 	}
-	doc = mp_placement_to_doc(&pl, NULL);
+	doc = mp_placement_to_doc(&pl, loads.layer_ids);
 	if (!doc || mp_doc_failed(doc)) {
 		cli_error("%s", mp_strerror(MP_ENOMEM));
 		exit_code = EXIT_INPUT;
 		goto out;
 	}
+	if (a.export_format && !a.model && loads.hidden_layers == loads.n_layers &&
+	    cli_layers_every_row(&layers, loads.n_layers) != 0) {
+		cli_error("%s", mp_strerror(MP_ENOMEM));
+		exit_code = EXIT_INPUT;
+		goto out;
+	}
+	if (a.export_format && !a.export_output) {
+		exit_code = cli_export_map(&pl, &layers, a.export_format, a.output);
+		goto out;
+	}
 	exit_code = cli_emit(doc, a.output, a.json);
+	if (exit_code == EXIT_OK && a.export_format) {
+		exit_code = cli_export_map(&pl, &layers, a.export_format, a.export_output);
+	}
 	if (exit_code == EXIT_OK && !cli_quiet && a.output && strcmp(a.output, "-") != 0) {
 		uint32_t optimal = 0;
 		uint32_t stopped = 0;
@@ -300,6 +382,7 @@ int cmd_place(int argc, char **argv)
 		}
 	}
 out:
+	cli_layers_finish(&layers);
 	mp_doc_destroy(doc);
 	mp_placement_finish(&pl);
 	mp_loads_finish(&loads);

@@ -44,10 +44,10 @@ static const struct cli_option_help plan_help[] = {
 		 "                                 planned after) to FILE as SVG (default: none)"},
 	{"FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
 		    "                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)"},
-	{"ENGINE", "write the decode map as sglang (--init-expert-location JSON) or vllm\n"
-		   "                                 (EPLB state maps) to -o instead of the plan, or to --export-output\n"
-		   "                                 (default: none)"},
-	{"FILE", "with --export: the engine map goes to FILE and the plan to -o (default: none)"},
+	{"ENGINE", "write the decode map as sglang (--init-expert-location JSON, one row per\n"
+		   "                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
+		   "                                 the name must end in .json (default: none)"},
+	{"FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)"},
 	{NULL, "show this help"},
 };
 
@@ -169,7 +169,10 @@ int cmd_plan(int argc, char **argv)
 		return EXIT_INPUT;
 	}
 	if (export_output && !export_format) {
-		return cli_usage("plan", "--export-output needs --export sglang|vllm");
+		return cli_usage("plan", "--export-output needs --export sglang");
+	}
+	if (export_format && !cli_export_name_ok("plan", export_output ? export_output : output)) {
+		return EXIT_USAGE;
 	}
 	const char *outputs[] = {output, svg, report, export_output};
 	if (!cli_outputs_spare_inputs("plan", outputs, 4, (const char *[]){path}, 1)) {
@@ -197,6 +200,7 @@ int cmd_plan(int argc, char **argv)
 	struct mp_plan plan;
 	mp_plan_init(&plan);
 	struct mp_doc *doc = NULL;
+	struct cli_layers layers = {0};
 
 	int rc = mp_load_scenario(path, &scenario, &diags);
 	if (rc) {
@@ -234,15 +238,28 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 	doc = mp_plan_to_doc(&plan, &scenario);
+	if (export_format) {
+		/* rows named by the loads (or the model's MoE layers in order) */
+		int lr = plan.loads.layer_ids
+			? cli_layers_from_model(&layers, &scenario.model, plan.loads.layer_ids,
+						plan.loads.n_layers)
+			: 0;
+		if (lr == MP_ENOMEM) {
+			status = EXIT_INPUT;
+			cli_error("%s", mp_strerror(lr));
+			goto out;
+		}
+	}
 	if (export_format && !export_output) {
-		status = cli_export_map(&plan.decode.placement, export_format, output);
+		status = cli_export_map(&plan.decode.placement, &layers, export_format, output);
 	} else {
 		status = cli_emit(doc, output, json);
 		if (status == EXIT_OK && export_format) {
-			status = cli_export_map(&plan.decode.placement, export_format, export_output);
+			status = cli_export_map(&plan.decode.placement, &layers, export_format, export_output);
 		}
 	}
 out:
+	cli_layers_finish(&layers);
 	cli_print_diags(&diags);
 	if (rc && diags.count == 0) {
 		cli_error("%s: %s", path, mp_strerror(rc));

@@ -97,10 +97,11 @@ static const struct cli_option_help replan_help[] = {
 	{NULL, "print the best busiest-GPU load for 0, 1, 2, ... moves per layer\n"
 		"                                 and in total instead of a plan"},
 	{"FILE", "with --pareto: draw the total front as SVG (default: none)"},
-	{"ENGINE", "write the new map as sglang (--init-expert-location JSON) or vllm\n"
-		"                                 (EPLB state maps) to -o, or to --export-output (default: none, the\n"
-		"                                 input's format)"},
-	{"FILE", "with --export: the engine map goes here and the plan to -o\n"
+	{"ENGINE", "write the new map as sglang (--init-expert-location JSON, one row per\n"
+		"                                 hidden layer: an SGLang map's rows as they are, a moeplan plan's\n"
+		"                                 MoE rows placed by --model) to -o, or to --export-output; the name\n"
+		"                                 must end in .json (default: none, the input's format)"},
+	{"FILE.json", "with --export: the engine map goes here and the plan to -o\n"
 		"                                 (default: none)"},
 	{"SECONDS", "safety net per layer for the from-scratch solver and GLPK: counted\n"
 		"                                 work budgets end the searches first, so the output depends on\n"
@@ -243,9 +244,10 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			a->svg = optarg;
 			break;
 		case OPT_EXPORT:
-			if (mp_export_parse(optarg, &a->export_format) != 0) {
-				return cli_usage("replan", "--export '%s': expected 'sglang' or 'vllm'", optarg);
+			if (!cli_parse_export("replan", optarg)) {
+				return EXIT_USAGE;
 			}
+			mp_export_parse(optarg, &a->export_format);
 			a->have_export = true;
 			break;
 		case OPT_EXPORT_OUTPUT:
@@ -301,7 +303,10 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 		return cli_usage("replan", "--svg draws the Pareto front: give --pareto too");
 	}
 	if (a->export_output && !a->have_export) {
-		return cli_usage("replan", "--export-output needs --export sglang|vllm");
+		return cli_usage("replan", "--export-output needs --export sglang");
+	}
+	if (a->have_export && !cli_export_name_ok("replan", a->export_output ? a->export_output : a->output)) {
+		return EXIT_USAGE;
 	}
 	const char *outs[] = {a->output, a->export_output, a->svg};
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
@@ -312,37 +317,6 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 	return cli_check_outputs(outs, sizeof(outs) / sizeof(outs[0]));
 }
 
-bool cli_parse_export(const char *cmd, const char *text)
-{
-	enum mp_export_format f;
-	if (mp_export_parse(text, &f) != 0) {
-		cli_usage(cmd, "--export '%s': expected 'sglang' or 'vllm'", text);
-		return false;
-	}
-	return true;
-}
-
-int cli_export_map(const struct mp_placement *placement, const char *format, const char *path)
-{
-	enum mp_export_format f = MP_EXPORT_SGLANG;
-	if (mp_export_parse(format, &f) != 0) {
-		return EXIT_USAGE;
-	}
-	const char *where = path && strcmp(path, "-") != 0 ? path : NULL;
-	int rc = mp_export_save(placement, f, where ? where : "-");
-	if (rc) {
-		int err = errno;
-		cli_error("%s: cannot write the %s map: %s", where ? where : "stdout", mp_export_name(f),
-			  cli_write_error(rc, err));
-		return EXIT_INPUT;
-	}
-	if (!cli_quiet) {
-		char flags[256];
-		mp_export_flags(placement, f, where, flags, sizeof(flags));
-		fprintf(stderr, "%s flags: %s\n", mp_export_name(f), flags);
-	}
-	return EXIT_OK;
-}
 
 /* "--max-moves 37" or "25%" (of all slots of all layers). */
 static bool resolve_budget(const char *text, uint64_t all_slots, uint64_t *out)
@@ -537,9 +511,17 @@ static int build_output(const struct replan_args *a, const struct mp_replan_plan
 		return mp_doc_failed(d) ? MP_ENOMEM : 0;
 	}
 	case MP_REPLAN_SOURCE_SGLANG:
-	case MP_REPLAN_SOURCE_VLLM:
-		*out = mp_export_doc(p, info->kind == MP_REPLAN_SOURCE_VLLM ? MP_EXPORT_VLLM : MP_EXPORT_SGLANG);
-		return *out ? 0 : MP_ENOMEM;
+	case MP_REPLAN_SOURCE_VLLM: {
+		/* the same rows as the input: {"physical_to_logical_map": ...} */
+		struct mp_doc *d = mp_doc_list();
+		uint32_t N = p->gpus * p->slots_per_gpu;
+		for (uint32_t l = 0; l < p->n_layers; l++) {
+			mp_doc_put(d, NULL, mp_doc_uints(p->layers[l].slot_expert, N));
+		}
+		*out = mp_doc_map();
+		mp_doc_put(*out, "physical_to_logical_map", d);
+		return mp_doc_failed(*out) ? MP_ENOMEM : 0;
+	}
 	case MP_REPLAN_SOURCE_LIST: {
 		struct mp_doc *d = mp_doc_list();
 		uint32_t N = p->gpus * p->slots_per_gpu;
@@ -551,6 +533,35 @@ static int build_output(const struct replan_args *a, const struct mp_replan_plan
 	}
 	}
 	return MP_EINVAL;
+}
+
+/* The hidden layers of --export's rows: an SGLang map's (or a bare
+ * list's) rows are the engine's rows already; a moeplan plan's or a vLLM
+ * state's rows are MoE layers, placed by --model's numbering (in order, or
+ * as the loads name them). Unknown otherwise (the export says why). */
+static int replan_layers(const struct replan_args *a, const struct mp_replan_plan_info *info,
+			 const struct mp_loads *loads, uint32_t rows, struct cli_layers *cl)
+{
+	if (info->kind == MP_REPLAN_SOURCE_SGLANG || info->kind == MP_REPLAN_SOURCE_LIST) {
+		return cli_layers_every_row(cl, rows) == 0 ? EXIT_OK : EXIT_INPUT;
+	}
+	if (!a->model) {
+		return EXIT_OK;
+	}
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	struct mp_model model;
+	mp_model_init(&model);
+	int status = EXIT_INPUT;
+	if (mp_load_model(a->model, &model, &diags) == 0) {
+		const uint32_t *ids = loads->layer_ids && loads->n_layers == rows ? loads->layer_ids : NULL;
+		int rc = cli_layers_from_model(cl, &model, ids, rows);
+		status = rc == MP_ENOMEM ? EXIT_INPUT : EXIT_OK;
+	}
+	cli_print_diags(&diags);
+	mp_diags_finish(&diags);
+	mp_model_finish(&model);
+	return status;
 }
 
 /* Bytes per expert copy and link bandwidth: options, then model/hardware,
@@ -647,6 +658,7 @@ int cmd_replan(int argc, char **argv)
 	struct mp_replan_plan_info info = {0};
 	struct mp_doc *record = NULL;
 	struct mp_doc *doc = NULL;
+	struct cli_layers layers = {0};
 	status = EXIT_INPUT;
 
 	int rc = mp_load_map(a.plan, a.phase, a.gpus, &cur, &diags);
@@ -715,9 +727,16 @@ int cmd_replan(int argc, char **argv)
 		goto out;
 	}
 	record = mp_replan_to_doc(&r, &a.opts, NULL);
+	if (a.have_export) {
+		status = replan_layers(&a, &info, &loads, r.after.n_layers, &layers);
+		if (status != EXIT_OK) {
+			goto out;
+		}
+		status = EXIT_INPUT;
+	}
 	if (a.have_export && !a.export_output) {
 		/* the engine map is the output */
-		status = cli_export_map(&r.after, mp_export_name(a.export_format), a.output);
+		status = cli_export_map(&r.after, &layers, mp_export_name(a.export_format), a.output);
 		if (status != EXIT_OK) {
 			goto out;
 		}
@@ -733,7 +752,8 @@ int cmd_replan(int argc, char **argv)
 			goto out;
 		}
 		if (a.have_export) {
-			status = cli_export_map(&r.after, mp_export_name(a.export_format), a.export_output);
+			status = cli_export_map(&r.after, &layers, mp_export_name(a.export_format),
+						a.export_output);
 			if (status != EXIT_OK) {
 				goto out;
 			}
@@ -750,6 +770,7 @@ out:
 	}
 	mp_doc_destroy(record);
 	mp_doc_destroy(doc);
+	cli_layers_finish(&layers);
 	mp_replan_finish(&r);
 	mp_loads_finish(&raw);
 	mp_loads_finish(&loads);
