@@ -33,20 +33,22 @@ static const char *const model_keys[] = {
 	"shared_expert_intermediate_size", "matrices_per_expert", "int4_group_size",
 	"routed_format", "shared_format", "expert_compute", "dispatch_format",
 	"combine_format", "dense_weight_bytes", "kv_bytes_per_token", "attention",
-	"groups", "drafter", "moe_layer_ids", NULL,
+	"groups", "drafter", "moe_layer_ids", "vocab_size", "tie_word_embeddings", NULL,
 };
 
 static const char *const attention_types[] = {"mla", "gqa", NULL};
 static const char *const attention_keys_all[] = {
 	"type", "kv_layers", "kv_bytes_per_element", "kv_lora_rank", "rope_dim",
-	"kv_heads", "head_dim", "sliding_window", "sliding_layers", NULL,
+	"kv_heads", "head_dim", "sliding_window", "sliding_layers", "heads", "qk_nope_dim",
+	"v_head_dim", NULL,
 };
 static const char *const attention_keys_mla[] = {
-	"type", "kv_layers", "kv_bytes_per_element", "kv_lora_rank", "rope_dim", NULL,
+	"type", "kv_layers", "kv_bytes_per_element", "kv_lora_rank", "rope_dim", "heads",
+	"qk_nope_dim", "v_head_dim", NULL,
 };
 static const char *const attention_keys_gqa[] = {
 	"type", "kv_layers", "kv_bytes_per_element", "kv_heads", "head_dim",
-	"sliding_window", "sliding_layers", NULL,
+	"sliding_window", "sliding_layers", "heads", NULL,
 };
 static const char *const group_keys[] = {"n_groups", "topk_groups", NULL};
 static const char *const drafter_keys[] = {
@@ -80,12 +82,17 @@ static void parse_attention(struct ld *ld, const yaml_node_t *node, const char *
 		   &a.kv_layers);
 	ld_get_real(ld, ld_get(ld, node, "kv_bytes_per_element"), FIELD("kv_bytes_per_element"),
 		    NULL, 0.0, true, 8.0, &a.kv_bytes_per_element);
+	ld_get_u32(ld, ld_get(ld, node, "heads"), FIELD("heads"), 1, MP_MAX_EXPERTS, &a.heads);
 	if (type == 0) {
 		a.kind = MP_ATTENTION_MLA;
 		ld_get_u32(ld, ld_require(ld, node, what, "kv_lora_rank"), FIELD("kv_lora_rank"), 1,
 			   MAX_HIDDEN, &a.kv_lora_rank);
 		ld_get_u32(ld, ld_require(ld, node, what, "rope_dim"), FIELD("rope_dim"), 0,
 			   MAX_HIDDEN, &a.rope_dim);
+		ld_get_u32(ld, ld_get(ld, node, "qk_nope_dim"), FIELD("qk_nope_dim"), 1,
+			   MAX_HIDDEN, &a.qk_nope_dim);
+		ld_get_u32(ld, ld_get(ld, node, "v_head_dim"), FIELD("v_head_dim"), 1,
+			   MAX_HIDDEN, &a.v_head_dim);
 	} else if (type == 1) {
 		a.kind = MP_ATTENTION_GQA;
 		ld_get_u32(ld, ld_require(ld, node, what, "kv_heads"), FIELD("kv_heads"), 1,
@@ -283,6 +290,17 @@ void ld_parse_model(struct ld *ld, const yaml_node_t *node, const char *what, st
 		      &m.combine_format);
 	ld_get_bytes(ld, ld_require(ld, node, what, "dense_weight_bytes"),
 		     FIELD("dense_weight_bytes"), 0, MAX_WEIGHT_BYTES, &m.dense_weight_bytes);
+	const yaml_node_t *vocab = ld_get(ld, node, "vocab_size");
+	ld_get_u32(ld, vocab, FIELD("vocab_size"), 1, UINT32_MAX, &m.vocab_size);
+	ld_get_bool(ld, ld_get(ld, node, "tie_word_embeddings"), FIELD("tie_word_embeddings"),
+		    &m.tied_embeddings);
+	if (vocab && m.vocab_size && (double)m.vocab_size * m.hidden_size * 2.0 *
+					     (m.tied_embeddings ? 1.0 : 2.0) >
+				     (double)m.dense_weight_bytes) {
+		ld_error(ld, vocab, "%s: a BF16 embedding and LM head of %u x %u exceed "
+			 "dense_weight_bytes (%llu)", FIELD("vocab_size"), m.vocab_size,
+			 m.hidden_size, (unsigned long long)m.dense_weight_bytes);
+	}
 
 	const yaml_node_t *kv = ld_get(ld, node, "kv_bytes_per_token");
 	const yaml_node_t *att = ld_get(ld, node, "attention");
@@ -682,6 +700,7 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 	/* Attention and KV cache. */
 	uint32_t heads = 0;
 	hf_u32(&hf, "num_attention_heads", true, 1, MP_MAX_EXPERTS, &heads);
+	m.attention.heads = heads;
 	double attn_params = 0.0;
 	m.attention.kv_layers = layers;
 	if (hf_value(&hf, "kv_lora_rank")) {
@@ -694,6 +713,8 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 		hf_u32(&hf, "qk_nope_head_dim", true, 0, MAX_HIDDEN, &nope);
 		hf_u32(&hf, "v_head_dim", true, 1, MAX_HIDDEN, &v_dim);
 		hf_u32(&hf, "q_lora_rank", false, 1, MAX_HIDDEN, &q_lora);
+		m.attention.qk_nope_dim = nope;
+		m.attention.v_head_dim = v_dim;
 		const double qk = (double)nope + m.attention.rope_dim;
 		const double dh = h;
 		const double q = q_lora ? dh * q_lora + (double)q_lora * heads * qk : dh * heads * qk;
@@ -755,6 +776,8 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 	uint32_t vocab = 0;
 	hf_u32(&hf, "vocab_size", true, 1, UINT32_MAX, &vocab);
 	const bool tied = hf_bool(&hf, "tie_word_embeddings", false);
+	m.vocab_size = vocab;
+	m.tied_embeddings = tied;
 	const double dh = h;
 	const double linear = attn_params * layers +
 			      (double)m.matrices_per_expert * dh * dense_i * m.dense_layers;
@@ -813,8 +836,35 @@ int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags
 
 static const char *const hardware_keys[] = {
 	"name", "peak_flops", "hbm_bytes", "hbm_bandwidth", "scale_up_domain_gpus",
-	"gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth", NULL,
+	"gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth", "efficiency", NULL,
 };
+
+static const char *const efficiency_keys[] = {
+	"hbm", "gemm", "attention", "scale_up", "scale_out", "exchange_latency", "step_overhead",
+	NULL,
+};
+
+/* The achieved fractions and fixed times of step.h (model.h documents
+ * each default and its source); absent = 0 = the default. */
+static void parse_efficiency(struct ld *ld, const yaml_node_t *node, const char *what,
+			     struct mp_efficiency *out)
+{
+	char field[256];
+	if (!ld_check_map(ld, node, what, efficiency_keys)) {
+		return;
+	}
+	struct mp_efficiency e = *out;
+	double *fractions[] = {&e.hbm, &e.gemm, &e.attention, &e.scale_up, &e.scale_out};
+	for (size_t i = 0; i < sizeof(fractions) / sizeof(fractions[0]); i++) {
+		ld_get_real(ld, ld_get(ld, node, efficiency_keys[i]), FIELD(efficiency_keys[i]), NULL,
+			    0.0, true, 1.0, fractions[i]);
+	}
+	ld_get_real(ld, ld_get(ld, node, "exchange_latency"), FIELD("exchange_latency"), "seconds",
+		    0.0, true, 1.0, &e.exchange_latency_s);
+	ld_get_real(ld, ld_get(ld, node, "step_overhead"), FIELD("step_overhead"), "seconds", 0.0,
+		    true, 10.0, &e.step_overhead_s);
+	*out = e;
+}
 
 /* A rate that may be 0 ("none": a compute class the GPU lacks, a link
  * not given) but otherwise at least min (see MIN_BANDWIDTH). */
@@ -886,6 +936,12 @@ void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
 	get_rate_or_zero(ld, ld_get(ld, node, "scale_out_bandwidth"), FIELD("scale_out_bandwidth"),
 			 "bytes/s", MIN_BANDWIDTH, "1 MB/s", MAX_BANDWIDTH,
 			 &hw.scale_out_bw_bytes_per_s);
+	const yaml_node_t *eff = ld_get(ld, node, "efficiency");
+	if (eff) {
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s", FIELD("efficiency"));
+		parse_efficiency(ld, eff, sub, &hw.efficiency);
+	}
 	mp_hardware_finish(out);
 	*out = hw;
 }

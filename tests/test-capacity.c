@@ -463,7 +463,7 @@ static void capacity__cli_fit_just_under_and_over(void **state)
 	double drafter = json_number(r.out, "drafter_bytes");
 	assert_true(drafter >= 169205760.0);
 	double weights = 5264179200.0 + 1415577600.0 + dense + drafter;
-	double max = floor((186e9 - weights) / 116654080.0);
+	double max = floor((189471.0 * 1048576.0 - weights) / 116654080.0); /* driver-reported HBM */
 	assert_near(json_number(r.out, "max_requests_per_gpu"), max, 0.0);
 	cli_result_free(&r);
 

@@ -57,6 +57,9 @@ struct mp_attention {
 	double kv_bytes_per_element;/**< 2 for BF16, 1 for FP8, 0.5 for FP4 */
 	uint32_t sliding_window;    /**< 0, or tokens a sliding layer keeps */
 	uint32_t sliding_layers;    /**< how many of kv_layers are sliding */
+	uint32_t heads;             /**< query heads (0 = unknown: attention FLOP not counted) */
+	uint32_t qk_nope_dim;       /**< MLA: per-head query/key width without RoPE (prefill FLOP) */
+	uint32_t v_head_dim;        /**< MLA: per-head value width (prefill FLOP) */
 };
 
 /** The speculative drafter's MoE stages (0 stages = no drafter). */
@@ -103,6 +106,39 @@ struct mp_model {
 					       derived from attention unless given */
 	struct mp_attention attention;
 	struct mp_drafter drafter;
+	uint32_t vocab_size;              /**< embedding rows = LM head columns (0 = unknown: the
+					       head is not split out of dense_weight_bytes) */
+	bool tied_embeddings;             /**< embedding and LM head share one matrix */
+};
+
+/** The efficiency factors in force (a hardware file's `efficiency:`;
+ * 0 = the default, which mp_step_efficiency in step.h fills in). Defaults and sources:
+ *  hbm 0.90            FlashMLA README: dense MLA decoding "up to 3000 GB/s
+ *                      in memory-bound configuration" on H800 SXM5 (3.35 TB/s).
+ *  gemm 0.78           DeepGEMM README: FP8 GEMM "up to 1550 TFLOPS on
+ *                      H800" (1,979 dense peak).
+ *  attention 0.67      FlashMLA README: "660 TFLOPS in computation-bound
+ *                      configuration" on H800 SXM5 (989 BF16 peak).
+ *  scale_up 0.77       DeepEP docs/legacy.md: normal intranode EP8 153 GB/s
+ *                      NVLink on H800 (200 GB/s per direction).
+ *  scale_out 0.88      DeepEP docs/legacy.md: normal internode EP32/EP64,
+ *                      58 / 51 GB/s logical RDMA = 44 GB/s on the wire of a
+ *                      50 GB/s CX7 (derivation in tests/test-step.c).
+ *  exchange_latency 28 us  per dispatch or combine kernel, with the two
+ *                      link factors above: DeepEP low-latency table (EP8..256)
+ *                      reproduced within 8% (tests/test-step.c).
+ *  step_overhead 0.5 ms  scheduling, sampling and launches per step; order
+ *                      of magnitude only ("a few hundred microseconds" floor
+ *                      of a CUDA-graph decode step); calibrate it
+ *                      (mp_step_calibrate) from one measurement. */
+struct mp_efficiency {
+	double hbm;
+	double gemm;
+	double attention;
+	double scale_up;
+	double scale_out;
+	double exchange_latency_s;
+	double step_overhead_s;
 };
 
 /** Dense peaks and memory of one GPU, and its place in the cluster. */
@@ -115,6 +151,8 @@ struct mp_hardware {
 	uint32_t gpus_per_node;                 /**< GPUs per node (server or tray) */
 	double scale_up_bw_bytes_per_s;         /**< per GPU, per direction */
 	double scale_out_bw_bytes_per_s;        /**< per GPU, per direction (NIC) */
+	struct mp_efficiency efficiency;        /**< achieved fractions and fixed times (step.h);
+						     0 = default */
 };
 
 /** Fill a model with neutral defaults (SwiGLU, FP8 dispatch, BF16 combine,

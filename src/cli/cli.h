@@ -206,9 +206,11 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 
 int cmd_roofline(int argc, char **argv);
 int cmd_fit(int argc, char **argv);
+int cmd_step(int argc, char **argv);
 int cmd_comm(int argc, char **argv);
 extern const struct cli_command_help cmd_roofline_help;
 extern const struct cli_command_help cmd_fit_help;
+extern const struct cli_command_help cmd_step_help;
 extern const struct cli_command_help cmd_comm_help;
 int cmd_replan(int argc, char **argv);
 extern const struct cli_command_help cmd_replan_help;

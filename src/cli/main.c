@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{"simulate", "Monte Carlo routing: busiest GPU over mean for a plan or EP width", cmd_simulate, &cmd_simulate_help},
 	{"roofline", "the routed experts' roofline: tokens per expert, intensity, ridge, time", cmd_roofline, &cmd_roofline_help},
 	{"fit", "HBM per GPU: weights, KV cache, buffers; does a batch fit", cmd_fit, &cmd_fit_help},
+	{"step", "the whole serving step: every term, TPOT, TTFT, tokens/s per GPU and per user", cmd_step, &cmd_step_help},
 	{"comm", "dispatch/combine bytes per MoE layer on NVLink and network", cmd_comm, &cmd_comm_help},
 	{"replan", "re-plan a running placement for observed loads with few expert moves", cmd_replan, &cmd_replan_help},
 };

@@ -1,0 +1,272 @@
+/* moeplan: the whole serving step of one GPU, across nodes.
+ *
+ * Pure functions over struct mp_model and struct mp_hardware (model.h): no
+ * I/O, no globals, no allocation; one evaluation costs a few microseconds,
+ * so a search may evaluate 1e5-1e6 configurations.
+ *
+ * One GPU of a phase (decode or prefill) runs one step: every layer of the
+ * model over the tokens it holds, plus the drafter's stages. The step's
+ * terms, each with its bytes, FLOP, time and bound:
+ *
+ *  attention   decode reads the KV cache of every request it holds once per
+ *              step (R c kv bytes, kv from mp_model_kv_bytes_per_request);
+ *              prefill writes the chunk's KV and reads its prefix. FLOP per
+ *              (query token, context token) pair per layer: MLA decode
+ *              (absorbed, as FlashMLA) 2h(r + p) + 2h r; MLA prefill 2h(n +
+ *              p) + 2h v; GQA 4 h dh (h query heads, r kv_lora_rank, p
+ *              rope_dim, n qk_nope_dim, v v_head_dim, dh head_dim). Decode
+ *              pairs: tokens x context; prefill pairs: chunk x (prefix +
+ *              (isl + 1) / 2), causal. Under tp:N attention a group of N
+ *              GPUs serves N x requests; heads (FLOP) split N ways, MLA's
+ *              latent KV is read by every rank, GQA's KV splits min(N,
+ *              kv_heads) ways.
+ *  dense       replicated weights (attention projections, dense FFN layers,
+ *              router, norms: dense_weight_bytes less the embedding and the
+ *              LM head when vocab_size is known) read once per step, 2 x
+ *              params FLOP per token; split N ways under tp:N.
+ *  shared      shared experts: moe_layers x shared_experts x W_shared bytes,
+ *              T x 2 P_shared FLOP per layer.
+ *  lm_head     vocab x hidden BF16 read once; 2 vocab hidden FLOP per token
+ *              that needs logits (decode: every token; prefill: the last of
+ *              each prompt).
+ *  routed      the routed experts (roofline.h) with the weight bytes of the
+ *              slots the step touches: a slot of the E_phys of a layer is
+ *              touched with probability 1 - (1 - k / E_phys)^(T N_EP) (the
+ *              article's E(1 - (1 - k/E)^B) applied to the group's tokens),
+ *              times busiest_factor (the step waits for the busiest GPU).
+ *  drafter     the drafter's MoE stages (as routed, drafter_slots) plus its
+ *              other weights, one LM head read per stage and one KV layer
+ *              per stage.
+ *  dispatch,   per MoE layer and drafter stage, each T tokens per GPU,
+ *  combine     message d bd + 4 ceil(d / 128) (FP8 with per-128 scales) or
+ *              d bc bytes, G = scale-up domain GPUs (min with N_EP):
+ *                low_latency: every visit to its expert's GPU, no per-node
+ *                  de-duplication (DeepEP low-latency kernels):
+ *                  scale-out T k (N_EP - G) / N_EP msgs, scale-up
+ *                  T k (G - 1) / N_EP msgs;
+ *                normal: one network crossing per destination node (R of
+ *                  comm.h, node-limited to topk_groups when the model has
+ *                  groups), NVLink fan-out inside it once per distinct
+ *                  destination GPU (DeepEP normal kernels): scale-out
+ *                  T R msgs, scale-up T N_EP (1 - (1 - 1/N_EP)^k)
+ *                  (G - 1) / G msgs;
+ *              time = exchange_latency + max(out / (e_out B_out),
+ *              up / (e_up B_up)).
+ *  tp_allreduce  tp:N attention: 2 all-reduces per layer of T_group d 2
+ *              bytes, ring: 2 (N - 1) / N of it per GPU on the scale-up link.
+ *  overhead    a fixed per-step time (scheduling, sampling, launches).
+ *
+ * Each compute term takes max(bytes / (e_hbm B_hbm), FLOP / (e P)) (the
+ * roofline; e = gemm_efficiency, attention_efficiency for attention).
+ * Overlap of exchange and compute:
+ *   none       step = compute + exchange + overhead;
+ *   two_batch  two micro-batches of T / 2, each's exchange under the
+ *              other's compute; every weight is read once per micro-batch:
+ *              step = 2 max(compute(T/2), exchange(T/2)) + overhead;
+ *   full       exchange hidden under the arithmetic (fused dispatch-GEMM-
+ *              combine): step = max(compute, exchange) + overhead.
+ *
+ * Units: bytes and FLOP as double, seconds, bytes/s and FLOP/s (SI).
+ */
+#ifndef MOEPLAN_STEP_H
+#define MOEPLAN_STEP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "moeplan/capacity.h"
+#include "moeplan/doc.h"
+#include "moeplan/model.h"
+#include "moeplan/roofline.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mp_step_phase {
+	MP_STEP_DECODE = 0,
+	MP_STEP_PREFILL,
+};
+
+/** Dispatch/combine kernel model. */
+enum mp_step_kernel {
+	MP_KERNEL_AUTO = 0,      /**< low_latency for decode, normal for prefill */
+	MP_KERNEL_LOW_LATENCY,   /**< DeepEP low-latency: per visit, RDMA to remote GPUs */
+	MP_KERNEL_NORMAL,        /**< DeepEP normal: once per node, NVLink fan-out */
+};
+
+enum mp_step_overlap {
+	MP_OVERLAP_NONE = 0,
+	MP_OVERLAP_TWO_BATCH,
+	MP_OVERLAP_FULL,
+};
+
+/** The step's terms, in output order. */
+enum mp_step_term_id {
+	MP_TERM_ATTENTION = 0,
+	MP_TERM_DENSE,
+	MP_TERM_SHARED,
+	MP_TERM_LM_HEAD,
+	MP_TERM_ROUTED,
+	MP_TERM_DRAFTER,
+	MP_TERM_DISPATCH,
+	MP_TERM_COMBINE,
+	MP_TERM_TP_ALLREDUCE,
+	MP_TERM_OVERHEAD,
+	MP_TERM_COUNT
+};
+
+/** What limits a term. */
+enum mp_step_bound {
+	MP_BOUND_NONE = 0,   /**< zero time */
+	MP_BOUND_MEMORY,     /**< HBM bytes */
+	MP_BOUND_COMPUTE,    /**< FLOP */
+	MP_BOUND_SCALE_UP,   /**< NVLink/xGMI bytes */
+	MP_BOUND_SCALE_OUT,  /**< network (RDMA) bytes */
+	MP_BOUND_LATENCY,    /**< the per-exchange latency dominates */
+	MP_BOUND_FIXED,      /**< a fixed time */
+};
+
+/** Lower-case names: "attention", "dense", "shared", "lm_head", "routed",
+ * "drafter", "dispatch", "combine", "tp_allreduce", "overhead". */
+const char *mp_step_term_name(enum mp_step_term_id id);
+/** "none", "memory", "compute", "scale_up", "scale_out", "latency", "fixed". */
+const char *mp_step_bound_name(enum mp_step_bound bound);
+/** "none", "two_batch", "full". */
+const char *mp_step_overlap_name(enum mp_step_overlap overlap);
+/** "auto", "low_latency", "normal". */
+const char *mp_step_kernel_name(enum mp_step_kernel kernel);
+/** Parse the names above. Return 0 or MP_EINVAL. */
+int mp_step_overlap_parse(const char *name, enum mp_step_overlap *out);
+int mp_step_kernel_parse(const char *name, enum mp_step_kernel *out);
+
+#define MP_STEP_DEFAULT_HBM_EFFICIENCY 0.90
+#define MP_STEP_DEFAULT_GEMM_EFFICIENCY 0.78
+#define MP_STEP_DEFAULT_ATTENTION_EFFICIENCY 0.67
+#define MP_STEP_DEFAULT_SCALE_UP_EFFICIENCY 0.77
+#define MP_STEP_DEFAULT_SCALE_OUT_EFFICIENCY 0.88
+#define MP_STEP_DEFAULT_EXCHANGE_LATENCY_S 28e-6
+#define MP_STEP_DEFAULT_STEP_OVERHEAD_S 0.5e-3
+
+/** The hardware's factors (hw->efficiency, model.h, which documents each
+ * default and its source), each 0 replaced by its default. */
+void mp_step_efficiency(const struct mp_hardware *hw, struct mp_efficiency *out);
+
+/** One configuration of one phase, per GPU. */
+struct mp_step_input {
+	enum mp_step_phase phase;
+	struct mp_ep_width width;      /**< EP, slots, drafter slots */
+	double requests;               /**< decode: requests per GPU (> 0); prefill: prompts held
+					    (0 = ceil(chunk / isl)) */
+	double context_tokens;         /**< decode: mean KV length per request; prefill: cached
+					    prefix each prompt starts from */
+	double tokens_per_request;     /**< decode: tokens per request per step (1 + drafted), >= 1 */
+	double acceptance;             /**< fraction of drafted tokens accepted, [0, 1] */
+	double chunk_tokens;           /**< prefill: tokens per GPU per step (> 0) */
+	double isl;                    /**< prefill: prompt length (0 = chunk_tokens) */
+	enum mp_step_overlap overlap;
+	enum mp_step_kernel kernel;
+	uint32_t tp;                   /**< attention: 0 or 1 = data-parallel, N = tp:N */
+	double busiest_factor;         /**< >= 1 (0 = 1): busiest GPU's routed load / mean */
+	const struct mp_efficiency *efficiency; /**< NULL = mp_step_efficiency(hw) */
+};
+
+/** Fill defaults: decode, 1 token per request, acceptance 0, overlap none,
+ * kernel auto, DP attention, busiest factor 1. */
+void mp_step_input_init(struct mp_step_input *in);
+
+struct mp_step_term {
+	double time_s;
+	double bytes;        /**< HBM bytes (compute terms) or link bytes (exchange) */
+	double flops;
+	enum mp_step_bound bound;
+};
+
+struct mp_step {
+	struct mp_step_term terms[MP_TERM_COUNT];
+	enum mp_step_overlap overlap;
+	enum mp_step_kernel kernel;      /**< the kernel model used (never AUTO) */
+	struct mp_efficiency efficiency; /**< the factors used */
+	uint32_t nodes;                  /**< scale-up domains the EP group spans */
+	double compute_s;                /**< sum of the compute terms (full batch) */
+	double exchange_s;               /**< dispatch + combine + tp_allreduce (full batch) */
+	double exposed_exchange_s;       /**< exchange not hidden by the overlap */
+	double step_time_s;              /**< what one step takes */
+	double tokens_per_step;          /**< tokens per GPU processed per step */
+	double accepted_tokens_per_step; /**< decode: requests (1 + drafted x acceptance);
+					      prefill: tokens_per_step */
+	double requests;                 /**< requests (prompts) per GPU the step used */
+	double tokens_per_s_per_gpu;     /**< accepted (decode output, prefill input) per s */
+	double tokens_per_s_per_user;    /**< decode: (1 + drafted acceptance) / step; prefill: 0 */
+	double tpot_s;                   /**< decode: step / accepted tokens per request; 0 in prefill */
+	double ttft_s;                   /**< prefill: ceil(isl / chunk) steps; 0 in decode */
+	double routed_touched_slots;     /**< expected touched slots per GPU per MoE layer */
+	double routed_slots_per_gpu;     /**< E_phys / N_EP */
+	double tokens_per_expert;        /**< t of the main model (roofline.h) */
+};
+
+/** Evaluate one configuration. Returns 0, or MP_EINVAL when the width is
+ * invalid (ep 0, slots below E or not a multiple of ep, drafter slots
+ * likewise), a count is negative or not finite, decode has no request or
+ * tokens_per_request < 1, prefill has no chunk, acceptance is outside
+ * [0, 1], tp does not divide ep, the model has no hidden size or top_k,
+ * the hardware has no HBM bandwidth or no peak for the model's
+ * expert_compute, or an EP group that spans domains has no scale-out
+ * bandwidth. out is untouched on failure. */
+int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
+		     const struct mp_step_input *in, struct mp_step *out);
+
+/** The capacity input (capacity.h) that matches a step input: decode holds
+ * requests x context, steps requests x tokens_per_request; prefill holds
+ * its prompts at prefix + isl and steps chunk_tokens (with two_batch both
+ * micro-batches are live: the same total). */
+void mp_step_capacity_input(const struct mp_step_input *in, struct mp_capacity_input *out);
+
+/** The largest whole number of requests per GPU that fits in HBM at
+ * in->context_tokens (decode; in->requests ignored), via
+ * mp_capacity_max_requests. cap_opts may be NULL. Returns 0, MP_ENOFIT or
+ * MP_EINVAL as mp_capacity_max_requests. */
+int mp_step_max_requests(const struct mp_model *model, const struct mp_hardware *hw,
+			 const struct mp_capacity_options *cap_opts, const struct mp_step_input *in,
+			 uint64_t *out);
+
+/** Which factor mp_step_calibrate solves for. */
+enum mp_step_factor {
+	MP_FACTOR_STEP_OVERHEAD = 0, /**< the fixed per-step time (seconds) */
+	MP_FACTOR_HBM,               /**< hbm efficiency */
+	MP_FACTOR_GEMM,              /**< gemm efficiency */
+	MP_FACTOR_EXCHANGE_LATENCY,  /**< per-exchange latency (seconds) */
+};
+
+/** "step_overhead", "hbm", "gemm", "exchange_latency". */
+const char *mp_step_factor_name(enum mp_step_factor factor);
+int mp_step_factor_parse(const char *name, enum mp_step_factor *out);
+
+/** Solve one factor so that the configuration `in` predicts measured_s
+ * per step (bisection on the monotone step time; the other factors as in
+ * in->efficiency or the hardware's). Writes the factors with the solved
+ * one to *out. Returns 0, MP_ENOFIT when no value in the factor's range
+ * (overhead and latency [0, 10 s]; efficiencies [0.01, 1]) reproduces the
+ * measurement, or MP_EINVAL (as mp_step_evaluate, or measured_s not > 0). */
+int mp_step_calibrate(const struct mp_model *model, const struct mp_hardware *hw,
+		      const struct mp_step_input *in, enum mp_step_factor factor,
+		      double measured_s, struct mp_efficiency *out);
+
+/** The step as a document, the public JSON/YAML contract of `moeplan
+ * step` and of each phase's `step` in `moeplan plan`: phase, ep, nodes,
+ * kernel, overlap, step_time_s, tokens_per_step, accepted_tokens_per_step,
+ * requests, tokens_per_s_per_gpu, tokens_per_s_per_user, tpot_s (decode),
+ * ttft_s (prefill), compute_s, exchange_s, exposed_exchange_s,
+ * tokens_per_expert, routed_touched_slots, routed_slots_per_gpu, terms (a
+ * list of {name, time_s, bytes, flops, bound}), efficiency (the factors
+ * used), hbm_free_bytes (null when hbm is NULL) and max_requests (null
+ * when has_max is false). Returns a new map, or NULL on allocation
+ * failure. */
+struct mp_doc *mp_step_doc(const struct mp_step *step, enum mp_step_phase phase, uint32_t ep,
+			   const struct mp_capacity *hbm, bool has_max, uint64_t max_requests);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

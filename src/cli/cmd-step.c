@@ -1,0 +1,478 @@
+/* moeplan step: the whole serving step of one GPU at one configuration
+ * (step.h): every term with its bytes, FLOP, time and bound, the totals,
+ * TPOT or TTFT, tokens/s per GPU and per user, the HBM left and the
+ * largest batch; optionally one factor calibrated from a measured step and
+ * predictions at other widths with it. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/capacity.h"
+#include "moeplan/step.h"
+#include "moeplan/traffic.h"
+
+enum {
+	OPT_PHASE = 256,
+	OPT_NODES_OF,
+	OPT_ACCEPTANCE,
+	OPT_CHUNK,
+	OPT_OVERLAP,
+	OPT_ATTENTION,
+	OPT_KERNEL,
+	OPT_PREFIX,
+	OPT_DRAFTER_SLOTS,
+	OPT_BUSIEST,
+	OPT_MEASURED,
+	OPT_MEASURED_TPS,
+	OPT_CALIBRATE,
+	OPT_PREDICT_EP,
+};
+
+static const struct option step_options[] = {
+	{"model", required_argument, NULL, 'm'},
+	{"hardware", required_argument, NULL, 'H'},
+	{"phase", required_argument, NULL, OPT_PHASE},
+	{"ep", required_argument, NULL, 'e'},
+	{"nodes-of", required_argument, NULL, OPT_NODES_OF},
+	{"requests", required_argument, NULL, 'r'},
+	{"context", required_argument, NULL, 'c'},
+	{"tokens-per-request", required_argument, NULL, 'T'},
+	{"acceptance", required_argument, NULL, OPT_ACCEPTANCE},
+	{"chunk-tokens", required_argument, NULL, OPT_CHUNK},
+	{"prefix", required_argument, NULL, OPT_PREFIX},
+	{"overlap", required_argument, NULL, OPT_OVERLAP},
+	{"attention", required_argument, NULL, OPT_ATTENTION},
+	{"kernel", required_argument, NULL, OPT_KERNEL},
+	{"slots", required_argument, NULL, 's'},
+	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
+	{"busiest", required_argument, NULL, OPT_BUSIEST},
+	{"measured-step", required_argument, NULL, OPT_MEASURED},
+	{"measured-tokens-per-s", required_argument, NULL, OPT_MEASURED_TPS},
+	{"calibrate", required_argument, NULL, OPT_CALIBRATE},
+	{"predict-ep", required_argument, NULL, OPT_PREDICT_EP},
+	{"output", required_argument, NULL, 'o'},
+	{"format", required_argument, NULL, 'f'},
+	{"help", no_argument, NULL, 'h'},
+	{0},
+};
+
+static const struct cli_option_help step_help[] = {
+	{"M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)"},
+	{"H", "hardware file (hardware/*.yaml) (required)"},
+	{"PHASE", "decode (default) or prefill"},
+	{"N", "EP width (required); may span several scale-up domains"},
+	{"G", "GPUs per scale-up domain (default: the hardware's scale_up_domain_gpus)"},
+	{"R", "decode: concurrent requests per GPU (required); prefill: prompts per chunk "
+	      "(default ceil(chunk / context))"},
+	{"C", "decode: mean KV length per request; prefill: the prompt length (required)"},
+	{"T", "decode: tokens per request per step, 1 + drafted (default 1 + drafter stages)"},
+	{"A", "fraction of drafted tokens accepted, 0..1 (default 0.75 with a drafter, DeepSeek's "
+	      "convention in the seed article; 0 without)"},
+	{"T", "prefill: tokens per GPU per step (default 16384, DeepSeek's profile)"},
+	{"P", "prefill: cached prefix tokens each prompt starts from (default 0)"},
+	{"MODE", "none (default), two_batch or full: how dispatch/combine overlap compute"},
+	{"dp|tp:N", "attention data-parallel (default) or tensor-parallel over N GPUs"},
+	{"K", "auto (default: low_latency decode, normal prefill), low_latency or normal"},
+	{"S", "routed slots per layer (default: E + 32 rounded up to a multiple of N)"},
+	{"S", "the drafter's slots (default: its experts + 32, rounded up likewise)"},
+	{"F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)"},
+	{"TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)"},
+	{"X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)"},
+	{"FACTOR", "step_overhead (default), hbm, gemm or exchange_latency: what to calibrate"},
+	{"N,...", "with a measurement: predict these EP widths with the calibrated factor (default: none)"},
+	{"FILE", "write the result to FILE, atomically (default '-', stdout)"},
+	{"FMT", "text (default), yaml or json"},
+	{NULL, "show this help"},
+};
+
+const struct cli_command_help cmd_step_help = {
+	.name = "step",
+	.synopsis = "moeplan step --model M --hardware H --phase decode|prefill --ep N [--nodes-of G]\n"
+		    "                    --requests R --context C [--tokens-per-request T] [--acceptance A]\n"
+		    "                    [--chunk-tokens T] [--overlap none|two_batch|full]\n"
+		    "                    [--attention dp|tp:N] [--format text|yaml|json] [options]",
+	.description =
+		"Predicts one GPU's serving step: attention over the KV cache, the replicated weights,\n"
+		"shared experts, LM head, the routed experts (touched slots, busiest GPU), the drafter,\n"
+		"dispatch and combine (DeepEP low_latency or normal kernel model, across nodes), TP\n"
+		"all-reduces and a fixed overhead; each term with bytes, FLOP, time and bound. Then the\n"
+		"step time under the overlap, TPOT and tokens/s per GPU and per user (decode) or TTFT\n"
+		"and input tokens/s per GPU (prefill), the HBM left and the largest batch that fits.\n"
+		"Efficiency factors come from the hardware file's `efficiency:` or their defaults\n"
+		"(README, 'Step model'). With --measured-step, one factor is solved from the\n"
+		"measurement and --predict-ep widths are predicted with it.",
+	.options = step_options,
+	.help = step_help,
+	.examples =
+		"  moeplan step -m plans/models/deepseek-v3.yaml -H hardware/hgx-h800.yaml --phase decode \\\n"
+		"      --ep 144 -r 64 -c 4989 --tokens-per-request 2 --acceptance 0.8\n"
+		"  moeplan step -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 \\\n"
+		"      -r 8 -c 131072 --measured-step '10 ms' --predict-ep 8 --format json\n",
+};
+
+struct step_args {
+	const char *model, *hardware, *output;
+	enum mp_step_phase phase;
+	uint32_t ep, nodes_of, slots, drafter_slots, tp;
+	double requests, context, tpr, acceptance, chunk, prefix, busiest;
+	double measured_s, measured_tps;
+	enum mp_step_overlap overlap;
+	enum mp_step_kernel kernel;
+	bool calibrate;
+	enum mp_step_factor factor;
+	uint32_t predict[16];
+	size_t n_predict;
+	enum cli_output format;
+};
+
+static bool parse_attention(const char *text, uint32_t *tp)
+{
+	if (strcmp(text, "dp") == 0) {
+		*tp = 1;
+		return true;
+	}
+	if (strncmp(text, "tp:", 3) == 0) {
+		return cli_parse_u32("step", "attention", text + 3, 1, MP_MAX_GPUS, tp);
+	}
+	cli_usage("step", "--attention '%s': expected dp or tp:N", text);
+	return false;
+}
+
+static bool parse_predict(const char *text, struct step_args *a)
+{
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s", text);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (a->n_predict >= sizeof(a->predict) / sizeof(a->predict[0])) {
+			cli_usage("step", "--predict-ep: at most 16 widths");
+			return false;
+		}
+		if (!cli_parse_u32("step", "predict-ep", tok, 1, MP_MAX_GPUS, &a->predict[a->n_predict])) {
+			return false;
+		}
+		a->n_predict++;
+	}
+	return true;
+}
+
+static bool parse_one(int c, struct step_args *a)
+{
+	switch (c) {
+	case 'm': a->model = optarg; return true;
+	case 'H': a->hardware = optarg; return true;
+	case 'o': a->output = optarg; return true;
+	case OPT_PHASE:
+		if (strcmp(optarg, "decode") == 0 || strcmp(optarg, "prefill") == 0) {
+			a->phase = optarg[0] == 'd' ? MP_STEP_DECODE : MP_STEP_PREFILL;
+			return true;
+		}
+		cli_usage("step", "--phase '%s': expected decode or prefill", optarg);
+		return false;
+	case 'e': return cli_parse_u32("step", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
+	case OPT_NODES_OF: return cli_parse_u32("step", "nodes-of", optarg, 1, MP_MAX_GPUS, &a->nodes_of);
+	case 'r': return cli_parse_double("step", "requests", optarg, 0, 1e9, &a->requests);
+	case 'c': return cli_parse_double("step", "context", optarg, 0, 1e12, &a->context);
+	case 'T': return cli_parse_double("step", "tokens-per-request", optarg, 1, 1024, &a->tpr);
+	case OPT_ACCEPTANCE: return cli_parse_double("step", "acceptance", optarg, 0, 1, &a->acceptance);
+	case OPT_CHUNK: return cli_parse_double("step", "chunk-tokens", optarg, 1, 1e9, &a->chunk);
+	case OPT_PREFIX: return cli_parse_double("step", "prefix", optarg, 0, 1e12, &a->prefix);
+	case OPT_BUSIEST: return cli_parse_double("step", "busiest", optarg, 1, 1e6, &a->busiest);
+	case 's': return cli_parse_u32("step", "slots", optarg, 1, 1u << 24, &a->slots);
+	case OPT_DRAFTER_SLOTS:
+		return cli_parse_u32("step", "drafter-slots", optarg, 1, 1u << 24, &a->drafter_slots);
+	case OPT_OVERLAP:
+		if (mp_step_overlap_parse(optarg, &a->overlap) == 0) {
+			return true;
+		}
+		cli_usage("step", "--overlap '%s': expected none, two_batch or full", optarg);
+		return false;
+	case OPT_KERNEL:
+		if (mp_step_kernel_parse(optarg, &a->kernel) == 0) {
+			return true;
+		}
+		cli_usage("step", "--kernel '%s': expected auto, low_latency or normal", optarg);
+		return false;
+	case OPT_ATTENTION: return parse_attention(optarg, &a->tp);
+	case OPT_MEASURED:
+		a->calibrate = true;
+		return cli_parse_quantity("step", "measured-step", optarg, "seconds", 1e-9, 1e6,
+					  &a->measured_s);
+	case OPT_MEASURED_TPS:
+		a->calibrate = true;
+		return cli_parse_double("step", "measured-tokens-per-s", optarg, 1e-9, 1e12,
+					&a->measured_tps);
+	case OPT_CALIBRATE:
+		if (mp_step_factor_parse(optarg, &a->factor) == 0) {
+			return true;
+		}
+		cli_usage("step", "--calibrate '%s': expected step_overhead, hbm, gemm or exchange_latency",
+			  optarg);
+		return false;
+	case OPT_PREDICT_EP: return parse_predict(optarg, a);
+	case 'f': return cli_parse_output("step", optarg, &a->format);
+	default: return false;
+	}
+}
+
+/* One evaluated configuration with its HBM figures. */
+struct step_point {
+	struct mp_step_input in;
+	struct mp_step s;
+	struct mp_capacity hbm;
+	bool has_hbm, has_max;
+	uint64_t max_requests;
+};
+
+static int evaluate(const struct mp_model *m, const struct mp_hardware *hw, struct step_point *p)
+{
+	int rc = mp_step_evaluate(m, hw, &p->in, &p->s);
+	if (rc) {
+		return rc;
+	}
+	struct mp_capacity_input ci;
+	mp_step_capacity_input(&p->in, &ci);
+	p->has_hbm = mp_capacity_compute(m, hw, NULL, &ci, &p->hbm) == 0;
+	p->has_max = p->in.phase == MP_STEP_DECODE &&
+		     mp_step_max_requests(m, hw, NULL, &p->in, &p->max_requests) == 0;
+	return 0;
+}
+
+static void print_point(FILE *f, const struct step_point *p)
+{
+	const struct mp_step *s = &p->s;
+	bool decode = p->in.phase == MP_STEP_DECODE;
+	fprintf(f, "%s EP%u over %u scale-up domain(s), %s kernels, overlap %s, attention %s%u\n",
+		decode ? "decode" : "prefill", p->in.width.ep, s->nodes, mp_step_kernel_name(s->kernel),
+		mp_step_overlap_name(s->overlap), p->in.tp > 1 ? "tp:" : "dp", p->in.tp > 1 ? p->in.tp : 0);
+	fprintf(f, "  %-13s %10s %7s %12s %12s  %s\n", "term", "time", "share", "bytes", "FLOP", "bound");
+	for (int i = 0; i < MP_TERM_COUNT; i++) {
+		const struct mp_step_term *t = &s->terms[i];
+		char b[32], fl[32];
+		cli_si(t->bytes, "B", b, sizeof(b));
+		cli_si(t->flops, "FLOP", fl, sizeof(fl));
+		fprintf(f, "  %-13s %8.3f ms %6.1f%% %12s %12s  %s\n",
+			mp_step_term_name((enum mp_step_term_id)i), t->time_s * 1e3,
+			s->step_time_s > 0.0 ? 100.0 * t->time_s / s->step_time_s : 0.0, b, fl,
+			mp_step_bound_name(t->bound));
+	}
+	fprintf(f, "  compute %.3f ms, exchange %.3f ms (%.3f ms exposed)\n", s->compute_s * 1e3,
+		s->exchange_s * 1e3, s->exposed_exchange_s * 1e3);
+	fprintf(f, "step time: %.3f ms for %.4g tokens per GPU (%.4g accepted)\n", s->step_time_s * 1e3,
+		s->tokens_per_step, s->accepted_tokens_per_step);
+	if (decode) {
+		fprintf(f, "TPOT %.3f ms; %.1f output tokens/s per GPU, %.1f per user\n", s->tpot_s * 1e3,
+			s->tokens_per_s_per_gpu, s->tokens_per_s_per_user);
+	} else {
+		fprintf(f, "TTFT %.3f ms for a %.0f-token prompt; %.1f input tokens/s per GPU\n",
+			s->ttft_s * 1e3, p->in.isl, s->tokens_per_s_per_gpu);
+	}
+	if (p->has_hbm) {
+		char fr[32];
+		cli_si(fabs((double)p->hbm.free_bytes), "B", fr, sizeof(fr));
+		fprintf(f, "HBM: %s %s\n", fr, p->hbm.fits ? "free" : "short (does not fit)");
+	}
+	if (p->has_max) {
+		fprintf(f, "largest batch that fits: %llu requests per GPU\n",
+			(unsigned long long)p->max_requests);
+	}
+}
+
+struct step_run {
+	struct step_point main;
+	bool calibrated;
+	enum mp_step_factor factor;
+	double before, after;         /* the factor's value */
+	double measured_s;
+	struct step_point pred[16];
+	size_t n_pred;
+};
+
+static double factor_value(const struct mp_efficiency *e, enum mp_step_factor f)
+{
+	switch (f) {
+	case MP_FACTOR_HBM: return e->hbm;
+	case MP_FACTOR_GEMM: return e->gemm;
+	case MP_FACTOR_EXCHANGE_LATENCY: return e->exchange_latency_s;
+	case MP_FACTOR_STEP_OVERHEAD: break;
+	}
+	return e->step_overhead_s;
+}
+
+static int print_run(void *user, FILE *f)
+{
+	const struct step_run *r = user;
+	print_point(f, &r->main);
+	if (r->calibrated) {
+		fprintf(f, "\ncalibrated %s from a measured step of %.4g ms: %.6g -> %.6g\n",
+			mp_step_factor_name(r->factor), r->measured_s * 1e3, r->before, r->after);
+		for (size_t i = 0; i < r->n_pred; i++) {
+			fprintf(f, "\npredicted with it:\n");
+			print_point(f, &r->pred[i]);
+		}
+	}
+	return 0;
+}
+
+static struct mp_doc *run_doc(const struct step_run *r, const struct mp_model *m,
+			      const struct mp_hardware *hw)
+{
+	const struct step_point *p = &r->main;
+	struct mp_doc *d = mp_step_doc(&p->s, p->in.phase, p->in.width.ep,
+				       p->has_hbm ? &p->hbm : NULL, p->has_max, p->max_requests);
+	mp_doc_put_string(d, "model", m->name ? m->name : "");
+	mp_doc_put_string(d, "hardware", hw->name ? hw->name : "");
+	if (r->calibrated) {
+		struct mp_doc *c = mp_doc_map();
+		mp_doc_put_string(c, "factor", mp_step_factor_name(r->factor));
+		mp_doc_put_real(c, "measured_step_s", r->measured_s);
+		mp_doc_put_real(c, "default", r->before);
+		mp_doc_put_real(c, "calibrated", r->after);
+		struct mp_doc *list = mp_doc_list();
+		for (size_t i = 0; i < r->n_pred; i++) {
+			const struct step_point *q = &r->pred[i];
+			mp_doc_put(list, NULL, mp_step_doc(&q->s, q->in.phase, q->in.width.ep,
+							   q->has_hbm ? &q->hbm : NULL, q->has_max,
+							   q->max_requests));
+		}
+		mp_doc_put(c, "predictions", list);
+		mp_doc_put(d, "calibration", c);
+	}
+	return d;
+}
+
+static int run(const struct step_args *a, const struct mp_model *m, struct mp_hardware *hw)
+{
+	if (a->nodes_of) {
+		hw->scale_up_domain_gpus = a->nodes_of;
+		hw->gpus_per_node = a->nodes_of;
+	}
+	static struct step_run r;
+	memset(&r, 0, sizeof(r));
+	struct mp_step_input *in = &r.main.in;
+	mp_step_input_init(in);
+	in->phase = a->phase;
+	bool drafter = m->drafter.moe_stages > 0;
+	in->tokens_per_request = a->tpr > 0 ? a->tpr : cli_default_tokens_per_request(m);
+	in->acceptance = a->acceptance >= 0 ? a->acceptance : (drafter ? 0.75 : 0.0);
+	in->overlap = a->overlap;
+	in->kernel = a->kernel;
+	in->tp = a->tp;
+	in->busiest_factor = a->busiest;
+	if (a->phase == MP_STEP_DECODE) {
+		in->requests = a->requests;
+		in->context_tokens = a->context;
+	} else {
+		in->requests = a->requests > 0 ? a->requests : 0.0;
+		in->chunk_tokens = a->chunk > 0 ? a->chunk : 16384.0;
+		in->isl = a->context;
+		in->context_tokens = a->prefix;
+	}
+	int status = cli_width("step", m, a->ep, a->slots, a->drafter_slots, &in->width);
+	if (status) {
+		return status;
+	}
+	int rc = evaluate(m, hw, &r.main);
+	if (rc) {
+		cli_error("step: %s on %s at EP%u: %s (is tp a divisor of ep? does the hardware give "
+			  "its peak, HBM bandwidth and the links an EP group across domains needs?)",
+			  a->model, a->hardware, a->ep, mp_strerror(rc));
+		return EXIT_INPUT;
+	}
+	if (a->calibrate) {
+		double measured = a->measured_s;
+		if (measured <= 0.0) {
+			measured = r.main.s.accepted_tokens_per_step / a->measured_tps;
+		}
+		struct mp_efficiency e;
+		rc = mp_step_calibrate(m, hw, in, a->factor, measured, &e);
+		if (rc) {
+			cli_error("step: no value of %s reproduces a %.4g ms step (%s)",
+				  mp_step_factor_name(a->factor), measured * 1e3, mp_strerror(rc));
+			return EXIT_INPUT;
+		}
+		r.calibrated = true;
+		r.factor = a->factor;
+		r.measured_s = measured;
+		r.before = factor_value(&r.main.s.efficiency, a->factor);
+		r.after = factor_value(&e, a->factor);
+		hw->efficiency = e;
+		for (size_t i = 0; i < a->n_predict; i++) {
+			struct step_point *q = &r.pred[r.n_pred];
+			q->in = *in;
+			status = cli_width("step", m, a->predict[i], 0, 0, &q->in.width);
+			if (status) {
+				return status;
+			}
+			if (evaluate(m, hw, q) != 0) {
+				cli_error("step: cannot evaluate EP%u", a->predict[i]);
+				return EXIT_INPUT;
+			}
+			r.n_pred++;
+		}
+	}
+	if (a->format == CLI_OUTPUT_TEXT) {
+		return cli_write_text(a->output, print_run, &r);
+	}
+	return cli_emit_doc(run_doc(&r, m, hw), a->output, a->format);
+}
+
+int cmd_step(int argc, char **argv)
+{
+	struct step_args a = {
+		.phase = MP_STEP_DECODE,
+		.requests = -1.0,
+		.context = -1.0,
+		.acceptance = -1.0,
+		.tp = 1,
+		.busiest = 1.0,
+	};
+	char shorts[64];
+	cli_short_options(step_options, shorts, sizeof(shorts));
+	optind = 1;
+	int c;
+	while ((c = getopt_long(argc, argv, shorts, step_options, NULL)) != -1) {
+		if (c == 'h') {
+			cli_print_help(&cmd_step_help, stdout);
+			return EXIT_OK;
+		}
+		if (c == '?' || c == ':') {
+			fprintf(stderr, "Try 'moeplan step --help'.\n");
+			return EXIT_USAGE;
+		}
+		if (!parse_one(c, &a)) {
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		return cli_usage("step", "unexpected argument '%s'", argv[optind]);
+	}
+	if (!a.model || !a.hardware || a.ep == 0 || a.context < 0 ||
+	    (a.phase == MP_STEP_DECODE && !(a.requests > 0))) {
+		return cli_usage("step", "--model, --hardware, --ep, --context and (decode) --requests "
+				 "> 0 are required");
+	}
+	if (a.n_predict && !a.calibrate) {
+		return cli_usage("step", "--predict-ep needs --measured-step or --measured-tokens-per-s");
+	}
+	if (a.ep % a.tp != 0) {
+		return cli_usage("step", "--attention tp:%u must divide --ep %u", a.tp, a.ep);
+	}
+	const char *inputs[] = {a.model, a.hardware};
+	if (!cli_outputs_spare_inputs("step", &a.output, 1, inputs, 2)) {
+		return EXIT_USAGE;
+	}
+	struct mp_model model;
+	struct mp_hardware hw;
+	mp_model_init(&model);
+	mp_hardware_init(&hw);
+	int status = cli_load_model_hardware(a.model, a.hardware, &model, &hw);
+	if (status == 0) {
+		status = run(&a, &model, &hw);
+	}
+	mp_model_finish(&model);
+	mp_hardware_finish(&hw);
+	return status;
+}

@@ -1,0 +1,780 @@
+/* The whole serving step of one GPU (step.h). */
+#include "moeplan/step.h"
+#include "moeplan/comm.h"
+#include "moeplan/diag.h"
+
+#include <math.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const term_names[MP_TERM_COUNT] = {
+	[MP_TERM_ATTENTION] = "attention",
+	[MP_TERM_DENSE] = "dense",
+	[MP_TERM_SHARED] = "shared",
+	[MP_TERM_LM_HEAD] = "lm_head",
+	[MP_TERM_ROUTED] = "routed",
+	[MP_TERM_DRAFTER] = "drafter",
+	[MP_TERM_DISPATCH] = "dispatch",
+	[MP_TERM_COMBINE] = "combine",
+	[MP_TERM_TP_ALLREDUCE] = "tp_allreduce",
+	[MP_TERM_OVERHEAD] = "overhead",
+};
+
+static const char *const bound_names[] = {
+	"none", "memory", "compute", "scale_up", "scale_out", "latency", "fixed",
+};
+
+static const char *const overlap_names[] = {"none", "two_batch", "full"};
+static const char *const kernel_names[] = {"auto", "low_latency", "normal"};
+static const char *const factor_names[] = {"step_overhead", "hbm", "gemm", "exchange_latency"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *mp_step_term_name(enum mp_step_term_id id)
+{
+	return (unsigned)id < MP_TERM_COUNT ? term_names[id] : "unknown";
+}
+
+const char *mp_step_bound_name(enum mp_step_bound bound)
+{
+	return (unsigned)bound < COUNT(bound_names) ? bound_names[bound] : "unknown";
+}
+
+const char *mp_step_overlap_name(enum mp_step_overlap overlap)
+{
+	return (unsigned)overlap < COUNT(overlap_names) ? overlap_names[overlap] : "unknown";
+}
+
+const char *mp_step_kernel_name(enum mp_step_kernel kernel)
+{
+	return (unsigned)kernel < COUNT(kernel_names) ? kernel_names[kernel] : "unknown";
+}
+
+const char *mp_step_factor_name(enum mp_step_factor factor)
+{
+	return (unsigned)factor < COUNT(factor_names) ? factor_names[factor] : "unknown";
+}
+
+static int parse_name(const char *name, const char *const *names, size_t n, int *out)
+{
+	for (size_t i = 0; name && i < n; i++) {
+		if (strcasecmp(name, names[i]) == 0) {
+			*out = (int)i;
+			return 0;
+		}
+	}
+	return MP_EINVAL;
+}
+
+int mp_step_overlap_parse(const char *name, enum mp_step_overlap *out)
+{
+	int v;
+	int rc = parse_name(name, overlap_names, COUNT(overlap_names), &v);
+	if (rc == 0) {
+		*out = (enum mp_step_overlap)v;
+	}
+	return rc;
+}
+
+int mp_step_kernel_parse(const char *name, enum mp_step_kernel *out)
+{
+	int v;
+	int rc = parse_name(name, kernel_names, COUNT(kernel_names), &v);
+	if (rc == 0) {
+		*out = (enum mp_step_kernel)v;
+	}
+	return rc;
+}
+
+int mp_step_factor_parse(const char *name, enum mp_step_factor *out)
+{
+	int v;
+	int rc = parse_name(name, factor_names, COUNT(factor_names), &v);
+	if (rc == 0) {
+		*out = (enum mp_step_factor)v;
+	}
+	return rc;
+}
+
+static double or_default(double v, double def)
+{
+	return v > 0.0 ? v : def;
+}
+
+void mp_step_efficiency(const struct mp_hardware *hw, struct mp_efficiency *out)
+{
+	const struct mp_efficiency *e = &hw->efficiency;
+	*out = (struct mp_efficiency){
+		.hbm = or_default(e->hbm, MP_STEP_DEFAULT_HBM_EFFICIENCY),
+		.gemm = or_default(e->gemm, MP_STEP_DEFAULT_GEMM_EFFICIENCY),
+		.attention = or_default(e->attention, MP_STEP_DEFAULT_ATTENTION_EFFICIENCY),
+		.scale_up = or_default(e->scale_up, MP_STEP_DEFAULT_SCALE_UP_EFFICIENCY),
+		.scale_out = or_default(e->scale_out, MP_STEP_DEFAULT_SCALE_OUT_EFFICIENCY),
+		/* Times may be set to 0 on purpose only through a filled
+		 * mp_step_input.efficiency; the hardware's 0 means default. */
+		.exchange_latency_s = or_default(e->exchange_latency_s,
+						 MP_STEP_DEFAULT_EXCHANGE_LATENCY_S),
+		.step_overhead_s = or_default(e->step_overhead_s, MP_STEP_DEFAULT_STEP_OVERHEAD_S),
+	};
+}
+
+void mp_step_input_init(struct mp_step_input *in)
+{
+	*in = (struct mp_step_input){
+		.phase = MP_STEP_DECODE,
+		.tokens_per_request = 1.0,
+		.overlap = MP_OVERLAP_NONE,
+		.kernel = MP_KERNEL_AUTO,
+		.tp = 1,
+		.busiest_factor = 1.0,
+	};
+}
+
+/* --------------------------------------------------------------- context */
+
+/* Everything one evaluation needs, resolved once. */
+struct ctx {
+	const struct mp_model *m;
+	const struct mp_hardware *hw;
+	const struct mp_step_input *in;
+	struct mp_efficiency eff;
+	enum mp_step_kernel kernel;
+	double bw;          /* achieved HBM bytes/s */
+	double gemm_peak;   /* achieved FLOP/s of the expert/dense GEMMs */
+	double bf16_peak;   /* achieved FLOP/s of BF16 GEMMs (LM head) */
+	double attn_peak;   /* achieved FLOP/s of attention */
+	double tp;
+	double ep;
+	double g;           /* GPUs of the group in one scale-up domain */
+	uint32_t nodes;
+	double prompts;     /* prefill prompts per GPU */
+	double isl;
+};
+
+static bool finite_nonneg(double v)
+{
+	return isfinite(v) && v >= 0.0;
+}
+
+static bool width_ok(uint32_t ep, uint32_t slots, uint32_t experts)
+{
+	return slots >= experts && slots % ep == 0;
+}
+
+static int check_input(const struct mp_model *m, const struct mp_hardware *hw,
+		       const struct mp_step_input *in)
+{
+	const struct mp_ep_width *w = &in->width;
+	if (m->hidden_size == 0 || m->top_k == 0 || m->routed_experts == 0 ||
+	    m->top_k > m->routed_experts || w->ep == 0 ||
+	    !width_ok(w->ep, w->slots, m->routed_experts)) {
+		return MP_EINVAL;
+	}
+	const struct mp_drafter *d = &m->drafter;
+	if (d->moe_stages > 0 && d->routed_experts > 0 &&
+	    (!width_ok(w->ep, w->drafter_slots, d->routed_experts) || d->top_k == 0 ||
+	     d->top_k > d->routed_experts)) {
+		return MP_EINVAL;
+	}
+	if (!finite_nonneg(in->requests) || !finite_nonneg(in->context_tokens) ||
+	    !finite_nonneg(in->chunk_tokens) || !finite_nonneg(in->isl) ||
+	    !isfinite(in->tokens_per_request) || !isfinite(in->acceptance) ||
+	    in->acceptance < 0.0 || in->acceptance > 1.0 || !isfinite(in->busiest_factor) ||
+	    (in->busiest_factor != 0.0 && in->busiest_factor < 1.0)) {
+		return MP_EINVAL;
+	}
+	if (in->phase == MP_STEP_DECODE) {
+		if (!(in->requests > 0.0) || in->tokens_per_request < 1.0) {
+			return MP_EINVAL;
+		}
+	} else if (in->phase == MP_STEP_PREFILL) {
+		if (!(in->chunk_tokens > 0.0)) {
+			return MP_EINVAL;
+		}
+	} else {
+		return MP_EINVAL;
+	}
+	uint32_t tp = in->tp ? in->tp : 1;
+	if (w->ep % tp != 0) {
+		return MP_EINVAL;
+	}
+	if (!(hw->hbm_bw_bytes_per_s > 0.0) || !(hw->peak_flops[m->expert_compute] > 0.0)) {
+		return MP_EINVAL;
+	}
+	if ((unsigned)in->overlap > MP_OVERLAP_FULL || (unsigned)in->kernel > MP_KERNEL_NORMAL) {
+		return MP_EINVAL;
+	}
+	return 0;
+}
+
+static double peak_or(const struct mp_hardware *hw, enum mp_compute c, enum mp_compute fallback)
+{
+	double p = hw->peak_flops[c];
+	return p > 0.0 ? p : hw->peak_flops[fallback];
+}
+
+static void ctx_init(struct ctx *c, const struct mp_model *m, const struct mp_hardware *hw,
+		     const struct mp_step_input *in)
+{
+	*c = (struct ctx){.m = m, .hw = hw, .in = in};
+	if (in->efficiency) {
+		c->eff = *in->efficiency;
+	} else {
+		mp_step_efficiency(hw, &c->eff);
+	}
+	c->kernel = in->kernel;
+	if (c->kernel == MP_KERNEL_AUTO) {
+		c->kernel = in->phase == MP_STEP_DECODE ? MP_KERNEL_LOW_LATENCY : MP_KERNEL_NORMAL;
+	}
+	c->bw = c->eff.hbm * hw->hbm_bw_bytes_per_s;
+	c->gemm_peak = c->eff.gemm * hw->peak_flops[m->expert_compute];
+	c->bf16_peak = c->eff.gemm * peak_or(hw, MP_COMPUTE_BF16, m->expert_compute);
+	c->attn_peak = c->eff.attention * peak_or(hw, MP_COMPUTE_BF16, m->expert_compute);
+	c->tp = in->tp > 1 ? (double)in->tp : 1.0;
+	c->ep = (double)in->width.ep;
+	uint32_t dom = hw->scale_up_domain_gpus ? hw->scale_up_domain_gpus : in->width.ep;
+	uint32_t g = dom < in->width.ep ? dom : in->width.ep;
+	c->g = (double)g;
+	c->nodes = (in->width.ep + g - 1) / g;
+	c->isl = in->isl > 0.0 ? in->isl : in->chunk_tokens;
+	c->prompts = in->requests > 0.0 ? in->requests : ceil(in->chunk_tokens / c->isl);
+}
+
+/* A compute term under the roofline: max(bytes / bw, flops / peak). */
+static struct mp_step_term roof(double bytes, double flops, double bw, double peak)
+{
+	double tm = bytes > 0.0 ? bytes / bw : 0.0;
+	double tc = flops > 0.0 && peak > 0.0 ? flops / peak : 0.0;
+	struct mp_step_term t = {.bytes = bytes, .flops = flops};
+	if (tm <= 0.0 && tc <= 0.0) {
+		return t;
+	}
+	t.time_s = fmax(tm, tc);
+	t.bound = tc > tm ? MP_BOUND_COMPUTE : MP_BOUND_MEMORY;
+	return t;
+}
+
+/* ------------------------------------------------------------- attention */
+
+/* FLOP per (query token, context token) pair in one layer. */
+static double attention_pair_flops(const struct mp_attention *a, bool prefill)
+{
+	double h = (double)a->heads;
+	if (a->kind == MP_ATTENTION_MLA) {
+		if (prefill && a->qk_nope_dim && a->v_head_dim) {
+			return 2.0 * h * (a->qk_nope_dim + a->rope_dim) + 2.0 * h * a->v_head_dim;
+		}
+		return 2.0 * h * (a->kv_lora_rank + a->rope_dim) + 2.0 * h * a->kv_lora_rank;
+	}
+	if (a->kind == MP_ATTENTION_GQA) {
+		return 4.0 * h * (double)a->head_dim;
+	}
+	return 0.0;
+}
+
+/* Sum over KV layers of the context each query token attends to. */
+static double layer_context(const struct mp_attention *a, double context)
+{
+	uint32_t sliding = a->sliding_layers <= a->kv_layers ? a->sliding_layers : a->kv_layers;
+	double full = (double)(a->kv_layers - sliding);
+	double win = a->sliding_window ? fmin(context, (double)a->sliding_window) : context;
+	return full * context + (double)sliding * win;
+}
+
+/* GPUs a request's KV cache is split over under tp attention. */
+static double kv_split(const struct ctx *c)
+{
+	const struct mp_attention *a = &c->m->attention;
+	if (a->kind == MP_ATTENTION_GQA && a->kv_heads) {
+		return fmin(c->tp, (double)a->kv_heads);
+	}
+	return 1.0;
+}
+
+/* Tokens per GPU scaled by `share` (1, or 1/2 for one micro-batch). */
+static struct mp_step_term attention_term(const struct ctx *c, double share)
+{
+	const struct mp_model *m = c->m;
+	const struct mp_step_input *in = c->in;
+	double split = kv_split(c);
+	double fpp = attention_pair_flops(&m->attention, in->phase == MP_STEP_PREFILL);
+	double kv_tok = mp_model_kv_bytes_per_token(m);
+	double bytes, flops;
+	if (in->phase == MP_STEP_DECODE) {
+		double req = in->requests * share;
+		/* A TP group of tp GPUs holds tp x requests; each GPU reads
+		 * their whole cache / split. */
+		bytes = req * c->tp / split * mp_model_kv_bytes_per_request(m, in->context_tokens);
+		double tokens = req * in->tokens_per_request;
+		flops = tokens * fpp * layer_context(&m->attention, in->context_tokens);
+	} else {
+		double tokens = in->chunk_tokens * share;
+		double prompts = c->prompts * share;
+		/* Write the chunk's KV, read it back and read the cached
+		 * prefix once per prompt. */
+		bytes = c->tp / split *
+			(2.0 * tokens * kv_tok +
+			 prompts * mp_model_kv_bytes_per_request(m, in->context_tokens));
+		double mean_ctx = in->context_tokens + (fmin(c->isl, in->chunk_tokens) + 1.0) / 2.0;
+		if (c->isl > in->chunk_tokens) {
+			mean_ctx = in->context_tokens + (c->isl + 1.0) / 2.0;
+		}
+		flops = tokens * fpp * layer_context(&m->attention, mean_ctx);
+	}
+	return roof(bytes, flops, c->bw, c->attn_peak);
+}
+
+/* ------------------------------------------------------ replicated weights */
+
+static double lm_head_bytes(const struct mp_model *m)
+{
+	return (double)m->vocab_size * (double)m->hidden_size * 2.0;
+}
+
+/* Replicated bytes read per step, without the embedding and the head. */
+static double dense_bytes(const struct mp_model *m)
+{
+	double copies = m->tied_embeddings ? 1.0 : 2.0;
+	double b = (double)m->dense_weight_bytes - copies * lm_head_bytes(m);
+	return b > 0.0 ? b : 0.0;
+}
+
+static double tokens_per_gpu(const struct ctx *c, double share)
+{
+	if (c->in->phase == MP_STEP_DECODE) {
+		return c->in->requests * c->in->tokens_per_request * share;
+	}
+	return c->in->chunk_tokens * share;
+}
+
+static struct mp_step_term dense_term(const struct ctx *c, double share)
+{
+	const struct mp_model *m = c->m;
+	double bytes = dense_bytes(m);
+	double params = bytes / (mp_format_bits(m->shared_format, m->int4_group_size) / 8.0);
+	double t = tokens_per_gpu(c, share);
+	return roof(bytes / c->tp, 2.0 * params * t, c->bw, c->gemm_peak);
+}
+
+static struct mp_step_term shared_term(const struct ctx *c, double share)
+{
+	const struct mp_model *m = c->m;
+	struct mp_expert_cost e;
+	mp_roofline_shared_expert(m, &e);
+	double n = (double)m->moe_layers * (double)m->shared_experts;
+	double t = tokens_per_gpu(c, share);
+	return roof(n * e.weight_bytes / c->tp, n * t * e.flops_per_token, c->bw, c->gemm_peak);
+}
+
+static double logit_tokens(const struct ctx *c, double share)
+{
+	return c->in->phase == MP_STEP_DECODE ? tokens_per_gpu(c, share) : c->prompts * share;
+}
+
+static struct mp_step_term lm_head_term(const struct ctx *c, double share)
+{
+	const struct mp_model *m = c->m;
+	double bytes = lm_head_bytes(m);
+	double flops = 2.0 * (double)m->vocab_size * (double)m->hidden_size * logit_tokens(c, share);
+	return roof(bytes / c->tp, flops, c->bw, c->bf16_peak);
+}
+
+/* ------------------------------------------------------------ experts */
+
+/* One MoE part (main model or drafter): `layers` layers of E experts,
+ * top-k, `slots` physical slots over ep GPUs, T tokens per GPU. */
+static struct mp_step_term routed_part(const struct ctx *c, const struct mp_expert_cost *e,
+				       uint32_t layers, uint32_t top_k, uint32_t slots, double t,
+				       double *touched_out)
+{
+	double sg = (double)slots / c->ep;
+	double k = (double)top_k;
+	double group_tokens = t * c->ep;
+	double miss = 1.0 - fmin(1.0, k / (double)slots);
+	double touched = sg * (1.0 - pow(miss, group_tokens));
+	if (touched_out) {
+		*touched_out = touched;
+	}
+	double wbytes = touched * e->weight_bytes;
+	double abytes = t * k * e->act_bytes_per_visit;
+	double flops = t * k * e->flops_per_token;
+	struct mp_step_term one = roof(wbytes + abytes, flops, c->bw, c->gemm_peak);
+	one.time_s *= (double)layers;
+	one.bytes *= (double)layers;
+	one.flops *= (double)layers;
+	return one;
+}
+
+static struct mp_step_term routed_term(const struct ctx *c, double share, double *touched)
+{
+	const struct mp_model *m = c->m;
+	struct mp_expert_cost e;
+	mp_roofline_expert(m, &e);
+	struct mp_step_term r = routed_part(c, &e, m->moe_layers, m->top_k, c->in->width.slots,
+					    tokens_per_gpu(c, share), touched);
+	double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
+	r.time_s *= f;
+	return r;
+}
+
+static bool has_drafter_experts(const struct mp_model *m)
+{
+	return m->drafter.moe_stages > 0 && m->drafter.routed_experts > 0;
+}
+
+static struct mp_step_term drafter_term(const struct ctx *c, double share)
+{
+	const struct mp_model *m = c->m;
+	const struct mp_drafter *d = &m->drafter;
+	struct mp_step_term sum = {0};
+	if (d->moe_stages == 0) {
+		return sum;
+	}
+	double t = tokens_per_gpu(c, share);
+	if (has_drafter_experts(m)) {
+		struct mp_expert_cost e;
+		mp_roofline_drafter_expert(m, &e);
+		sum = routed_part(c, &e, d->moe_stages, d->top_k, c->in->width.drafter_slots, t, NULL);
+		double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
+		sum.time_s *= f;
+	}
+	/* Other weights (attention, projections, shared expert) once, the
+	 * LM head once per stage, one KV layer per stage. */
+	double stages = (double)d->moe_stages;
+	double other = (double)d->other_weight_bytes / c->tp;
+	double params = (double)d->other_weight_bytes /
+			(mp_format_bits(m->shared_format, m->int4_group_size) / 8.0);
+	struct mp_step_term o = roof(other, 2.0 * params * t, c->bw, c->gemm_peak);
+	struct mp_step_term h = lm_head_term(c, share);
+	double kv_layer = m->attention.kv_layers
+				  ? mp_model_kv_bytes_per_token(m) / (double)m->attention.kv_layers
+				  : 0.0;
+	double kv = c->in->phase == MP_STEP_DECODE
+			    ? c->in->requests * share * c->tp / kv_split(c) * c->in->context_tokens * kv_layer
+			    : 0.0;
+	struct mp_step_term a = roof(stages * kv, 0.0, c->bw, c->attn_peak);
+	double time = sum.time_s + o.time_s + stages * h.time_s + a.time_s;
+	sum.bytes += o.bytes + stages * h.bytes + a.bytes;
+	sum.flops += o.flops + stages * h.flops;
+	sum.time_s = time;
+	sum.bound = sum.bytes / c->bw >= sum.flops / c->gemm_peak ? MP_BOUND_MEMORY : MP_BOUND_COMPUTE;
+	return sum;
+}
+
+/* ------------------------------------------------------------ exchange */
+
+/* Bytes of one dispatched token: FP8 carries one FP32 scale per 128
+ * values (DeepEP tests/legacy/test_low_latency.py num_fp8_bytes). */
+static double dispatch_msg(const struct mp_model *m, uint32_t hidden)
+{
+	double d = (double)hidden;
+	double bd = mp_format_bytes(m->dispatch_format);
+	return d * bd + (bd < 2.0 ? 4.0 * ceil(d / 128.0) : 0.0);
+}
+
+static double combine_msg(const struct mp_model *m, uint32_t hidden)
+{
+	return (double)hidden * mp_format_bytes(m->combine_format);
+}
+
+/* Messages per GPU per exchange on each link, for T tokens with k visits. */
+static void exchange_msgs(const struct ctx *c, uint32_t top_k, double t, double *out_msgs,
+			  double *up_msgs)
+{
+	double ep = c->ep;
+	double g = c->g;
+	double k = (double)top_k;
+	if (c->in->width.ep <= 1) {
+		*out_msgs = 0.0;
+		*up_msgs = 0.0;
+		return;
+	}
+	if (c->kernel == MP_KERNEL_LOW_LATENCY) {
+		*out_msgs = t * k * (ep - g) / ep;
+		*up_msgs = t * k * (g - 1.0) / ep;
+		return;
+	}
+	uint32_t max_nodes = c->m->n_groups > 0 ? c->m->topk_groups : 0;
+	double remote = 0.0;
+	if (c->nodes > 1) {
+		double dnodes = mp_comm_expected_nodes(c->nodes, top_k, max_nodes);
+		remote = dnodes * (double)(c->nodes - 1) / (double)c->nodes;
+	}
+	double ranks = ep * (1.0 - pow(1.0 - 1.0 / ep, k));
+	*out_msgs = t * remote;
+	*up_msgs = t * ranks * (g - 1.0) / g;
+}
+
+/* One exchange kind (dispatch or combine) over the MoE layers and the
+ * drafter's stages. */
+static struct mp_step_term exchange_term(const struct ctx *c, double share, bool dispatch)
+{
+	const struct mp_model *m = c->m;
+	struct mp_step_term r = {0};
+	if (c->in->width.ep <= 1) {
+		return r;
+	}
+	double t = tokens_per_gpu(c, share);
+	double out_bw = c->eff.scale_out * c->hw->scale_out_bw_bytes_per_s;
+	double up_bw = c->eff.scale_up * c->hw->scale_up_bw_bytes_per_s;
+	struct {
+		uint32_t layers, top_k, hidden;
+	} parts[2] = {
+		{m->moe_layers, m->top_k, m->hidden_size},
+		{has_drafter_experts(m) ? m->drafter.moe_stages : 0, m->drafter.top_k,
+		 m->drafter.hidden_size ? m->drafter.hidden_size : m->hidden_size},
+	};
+	double t_out = 0.0, t_up = 0.0, t_lat = 0.0;
+	for (int i = 0; i < 2; i++) {
+		if (parts[i].layers == 0) {
+			continue;
+		}
+		double om, um;
+		exchange_msgs(c, parts[i].top_k, t, &om, &um);
+		double msg = dispatch ? dispatch_msg(m, parts[i].hidden) : combine_msg(m, parts[i].hidden);
+		double n = (double)parts[i].layers;
+		double ob = om * msg, ub = um * msg;
+		double to = ob > 0.0 ? ob / out_bw : 0.0;
+		double tu = ub > 0.0 ? ub / up_bw : 0.0;
+		r.bytes += n * (ob + ub);
+		r.time_s += n * (c->eff.exchange_latency_s + fmax(to, tu));
+		t_out += n * to;
+		t_up += n * tu;
+		t_lat += n * c->eff.exchange_latency_s;
+	}
+	if (r.time_s > 0.0) {
+		r.bound = t_lat >= fmax(t_out, t_up) ? MP_BOUND_LATENCY
+			  : t_out >= t_up             ? MP_BOUND_SCALE_OUT
+						      : MP_BOUND_SCALE_UP;
+	}
+	return r;
+}
+
+static struct mp_step_term allreduce_term(const struct ctx *c, double share)
+{
+	struct mp_step_term r = {0};
+	if (c->tp <= 1.0) {
+		return r;
+	}
+	const struct mp_model *m = c->m;
+	double layers = (double)m->moe_layers + (double)m->dense_layers;
+	double size = tokens_per_gpu(c, share) * c->tp * (double)m->hidden_size * 2.0;
+	double bytes = 2.0 * (c->tp - 1.0) / c->tp * size;
+	double up_bw = c->eff.scale_up * c->hw->scale_up_bw_bytes_per_s;
+	r.bytes = 2.0 * layers * bytes;
+	double lat = 2.0 * layers * c->eff.exchange_latency_s;
+	double tx = r.bytes / up_bw;
+	r.time_s = lat + tx;
+	r.bound = lat >= tx ? MP_BOUND_LATENCY : MP_BOUND_SCALE_UP;
+	return r;
+}
+
+/* All terms at one share of the batch. */
+static void all_terms(const struct ctx *c, double share, struct mp_step_term *terms,
+		      double *touched)
+{
+	terms[MP_TERM_ATTENTION] = attention_term(c, share);
+	terms[MP_TERM_DENSE] = dense_term(c, share);
+	terms[MP_TERM_SHARED] = shared_term(c, share);
+	terms[MP_TERM_LM_HEAD] = c->m->vocab_size ? lm_head_term(c, share) : (struct mp_step_term){0};
+	terms[MP_TERM_ROUTED] = routed_term(c, share, touched);
+	terms[MP_TERM_DRAFTER] = drafter_term(c, share);
+	terms[MP_TERM_DISPATCH] = exchange_term(c, share, true);
+	terms[MP_TERM_COMBINE] = exchange_term(c, share, false);
+	terms[MP_TERM_TP_ALLREDUCE] = allreduce_term(c, share);
+	terms[MP_TERM_OVERHEAD] = (struct mp_step_term){
+		.time_s = c->eff.step_overhead_s,
+		.bound = c->eff.step_overhead_s > 0.0 ? MP_BOUND_FIXED : MP_BOUND_NONE,
+	};
+}
+
+static bool is_exchange(int id)
+{
+	return id == MP_TERM_DISPATCH || id == MP_TERM_COMBINE || id == MP_TERM_TP_ALLREDUCE;
+}
+
+int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
+		     const struct mp_step_input *in, struct mp_step *out)
+{
+	int rc = check_input(model, hw, in);
+	if (rc != 0) {
+		return rc;
+	}
+	struct ctx c;
+	ctx_init(&c, model, hw, in);
+	if (c.nodes > 1 && !(hw->scale_out_bw_bytes_per_s > 0.0)) {
+		return MP_EINVAL;
+	}
+	if (in->width.ep > 1 && c.g > 1.0 && !(hw->scale_up_bw_bytes_per_s > 0.0)) {
+		return MP_EINVAL;
+	}
+	if (c.tp > 1.0 && !(hw->scale_up_bw_bytes_per_s > 0.0)) {
+		return MP_EINVAL;
+	}
+	struct mp_step s = {
+		.overlap = in->overlap,
+		.kernel = c.kernel,
+		.efficiency = c.eff,
+		.nodes = c.nodes,
+	};
+	bool two = in->overlap == MP_OVERLAP_TWO_BATCH;
+	double share = two ? 0.5 : 1.0;
+	double touched = 0.0;
+	all_terms(&c, share, s.terms, &touched);
+	double compute = 0.0, exchange = 0.0;
+	for (int i = 0; i < MP_TERM_COUNT; i++) {
+		if (i == MP_TERM_OVERHEAD) {
+			continue;
+		}
+		if (two) {
+			/* Report what the step executes: both micro-batches. */
+			s.terms[i].time_s *= 2.0;
+			s.terms[i].bytes *= 2.0;
+			s.terms[i].flops *= 2.0;
+		}
+		if (is_exchange(i)) {
+			exchange += s.terms[i].time_s;
+		} else {
+			compute += s.terms[i].time_s;
+		}
+	}
+	double body;
+	switch (in->overlap) {
+	case MP_OVERLAP_TWO_BATCH:
+		/* Each micro-batch's exchange under the other's compute. */
+		body = 2.0 * fmax(compute / 2.0, exchange / 2.0);
+		break;
+	case MP_OVERLAP_FULL:
+		body = fmax(compute, exchange);
+		break;
+	default:
+		body = compute + exchange;
+		break;
+	}
+	s.compute_s = compute;
+	s.exchange_s = exchange;
+	s.exposed_exchange_s = body - compute > 0.0 ? body - compute : 0.0;
+	s.step_time_s = body + s.terms[MP_TERM_OVERHEAD].time_s;
+	s.routed_touched_slots = touched;
+	s.routed_slots_per_gpu = (double)in->width.slots / c.ep;
+	s.tokens_per_expert = mp_roofline_tokens_per_expert(tokens_per_gpu(&c, 1.0), model->top_k,
+							    in->width.ep, in->width.slots);
+	s.tokens_per_step = tokens_per_gpu(&c, 1.0);
+	if (in->phase == MP_STEP_DECODE) {
+		double tau = 1.0 + (in->tokens_per_request - 1.0) * in->acceptance;
+		s.requests = in->requests;
+		s.accepted_tokens_per_step = in->requests * tau;
+		s.tokens_per_s_per_user = s.step_time_s > 0.0 ? tau / s.step_time_s : 0.0;
+		s.tpot_s = s.step_time_s / tau;
+	} else {
+		s.requests = c.prompts;
+		s.accepted_tokens_per_step = s.tokens_per_step;
+		s.ttft_s = ceil(c.isl / in->chunk_tokens) * s.step_time_s;
+	}
+	s.tokens_per_s_per_gpu = s.step_time_s > 0.0 ? s.accepted_tokens_per_step / s.step_time_s : 0.0;
+	*out = s;
+	return 0;
+}
+
+/* ------------------------------------------------------------ capacity */
+
+void mp_step_capacity_input(const struct mp_step_input *in, struct mp_capacity_input *out)
+{
+	struct mp_capacity_input c = {
+		.prefill = in->phase == MP_STEP_PREFILL,
+		.width = in->width,
+		.requests = in->requests,
+		.context_tokens = in->context_tokens,
+		.tokens_per_request = in->tokens_per_request,
+	};
+	if (c.prefill) {
+		double isl = in->isl > 0.0 ? in->isl : in->chunk_tokens;
+		c.chunk_tokens = in->chunk_tokens;
+		c.context_tokens = in->context_tokens + isl;
+		if (!(c.requests > 0.0)) {
+			c.requests = ceil(in->chunk_tokens / isl);
+		}
+	}
+	*out = c;
+}
+
+int mp_step_max_requests(const struct mp_model *model, const struct mp_hardware *hw,
+			 const struct mp_capacity_options *cap_opts, const struct mp_step_input *in,
+			 uint64_t *out)
+{
+	struct mp_capacity_input c;
+	mp_step_capacity_input(in, &c);
+	return mp_capacity_max_requests(model, hw, cap_opts, &c, out);
+}
+
+/* ------------------------------------------------------------ calibration */
+
+static double *factor_field(struct mp_efficiency *e, enum mp_step_factor f)
+{
+	switch (f) {
+	case MP_FACTOR_STEP_OVERHEAD:
+		return &e->step_overhead_s;
+	case MP_FACTOR_HBM:
+		return &e->hbm;
+	case MP_FACTOR_GEMM:
+		return &e->gemm;
+	case MP_FACTOR_EXCHANGE_LATENCY:
+		return &e->exchange_latency_s;
+	}
+	return NULL;
+}
+
+int mp_step_calibrate(const struct mp_model *model, const struct mp_hardware *hw,
+		      const struct mp_step_input *in, enum mp_step_factor factor,
+		      double measured_s, struct mp_efficiency *out)
+{
+	if (!(measured_s > 0.0) || !isfinite(measured_s)) {
+		return MP_EINVAL;
+	}
+	struct mp_efficiency e;
+	if (in->efficiency) {
+		e = *in->efficiency;
+	} else {
+		mp_step_efficiency(hw, &e);
+	}
+	double *field = factor_field(&e, factor);
+	if (!field) {
+		return MP_EINVAL;
+	}
+	bool is_time = factor == MP_FACTOR_STEP_OVERHEAD || factor == MP_FACTOR_EXCHANGE_LATENCY;
+	double lo = is_time ? 0.0 : 0.01;
+	double hi = is_time ? 10.0 : 1.0;
+	struct mp_step_input probe = *in;
+	probe.efficiency = &e;
+	struct mp_step s;
+	/* step(lo) and step(hi) bracket the measurement or nothing does:
+	 * the step grows with a time and shrinks with an efficiency. */
+	*field = lo;
+	int rc = mp_step_evaluate(model, hw, &probe, &s);
+	if (rc != 0) {
+		return rc;
+	}
+	double at_lo = s.step_time_s;
+	*field = hi;
+	mp_step_evaluate(model, hw, &probe, &s);
+	double at_hi = s.step_time_s;
+	if (measured_s < fmin(at_lo, at_hi) || measured_s > fmax(at_lo, at_hi)) {
+		return MP_ENOFIT;
+	}
+	for (int i = 0; i < 200 && hi - lo > 1e-12 * fmax(1.0, hi); i++) {
+		double mid = 0.5 * (lo + hi);
+		*field = mid;
+		mp_step_evaluate(model, hw, &probe, &s);
+		bool too_slow = s.step_time_s > measured_s;
+		/* Time factors: too slow means the value is too high;
+		 * efficiencies: too slow means it is too low. */
+		if (too_slow == is_time) {
+			hi = mid;
+		} else {
+			lo = mid;
+		}
+	}
+	*field = 0.5 * (lo + hi);
+	*out = e;
+	return 0;
+}
