@@ -11,6 +11,7 @@
 
 #include "moeplan/capacity.h"
 #include "moeplan/step.h"
+#include "moeplan/scenario.h"
 #include "moeplan/traffic.h"
 
 enum {
@@ -28,6 +29,7 @@ enum {
 	OPT_MEASURED_TPS,
 	OPT_CALIBRATE,
 	OPT_PREDICT_EP,
+	OPT_MIN_REDUNDANT,
 };
 
 static const struct option step_options[] = {
@@ -47,6 +49,7 @@ static const struct option step_options[] = {
 	{"kernel", required_argument, NULL, OPT_KERNEL},
 	{"slots", required_argument, NULL, 's'},
 	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
+	{"min-redundant", required_argument, NULL, OPT_MIN_REDUNDANT},
 	{"busiest", required_argument, NULL, OPT_BUSIEST},
 	{"measured-step", required_argument, NULL, OPT_MEASURED},
 	{"measured-tokens-per-s", required_argument, NULL, OPT_MEASURED_TPS},
@@ -75,8 +78,9 @@ static const struct cli_option_help step_help[] = {
 	{"MODE", "none (default), two_batch or full: how dispatch/combine overlap compute"},
 	{"dp|tp:N", "attention data-parallel (default) or tensor-parallel over N GPUs"},
 	{"K", "auto (default: low_latency decode, normal prefill), low_latency or normal"},
-	{"S", "routed slots per layer (default: E + 32 rounded up to a multiple of N)"},
-	{"S", "the drafter's slots (default: its experts + 32, rounded up likewise)"},
+	{"S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)"},
+	{"S", "the drafter's slots (default: the same rule on its experts)"},
+	{"N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)"},
 	{"F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)"},
 	{"TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)"},
 	{"X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)"},
@@ -115,7 +119,7 @@ const struct cli_command_help cmd_step_help = {
 struct step_args {
 	const char *model, *hardware, *output;
 	enum mp_step_phase phase;
-	uint32_t ep, nodes_of, slots, drafter_slots, tp;
+	uint32_t ep, nodes_of, slots, drafter_slots, tp, min_redundant;
 	double requests, context, tpr, acceptance, chunk, prefix, busiest;
 	double measured_s, measured_tps;
 	enum mp_step_overlap overlap;
@@ -183,6 +187,8 @@ static bool parse_one(int c, struct step_args *a)
 	case 's': return cli_parse_u32("step", "slots", optarg, 1, 1u << 24, &a->slots);
 	case OPT_DRAFTER_SLOTS:
 		return cli_parse_u32("step", "drafter-slots", optarg, 1, 1u << 24, &a->drafter_slots);
+	case OPT_MIN_REDUNDANT:
+		return cli_parse_u32("step", "min-redundant", optarg, 0, MP_MAX_EXPERTS, &a->min_redundant);
 	case OPT_OVERLAP:
 		if (mp_step_overlap_parse(optarg, &a->overlap) == 0) {
 			return true;
@@ -370,7 +376,8 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 		in->isl = a->context;
 		in->context_tokens = a->prefix;
 	}
-	int status = cli_width("step", m, a->ep, a->slots, a->drafter_slots, &in->width);
+	int status = cli_width("step", m, a->ep, a->slots, a->drafter_slots, a->min_redundant,
+			       &in->width);
 	if (status) {
 		return status;
 	}
@@ -402,7 +409,7 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 		for (size_t i = 0; i < a->n_predict; i++) {
 			struct step_point *q = &r.pred[r.n_pred];
 			q->in = *in;
-			status = cli_width("step", m, a->predict[i], 0, 0, &q->in.width);
+			status = cli_width("step", m, a->predict[i], 0, 0, a->min_redundant, &q->in.width);
 			if (status) {
 				return status;
 			}
@@ -428,6 +435,7 @@ int cmd_step(int argc, char **argv)
 		.acceptance = -1.0,
 		.tp = 1,
 		.busiest = 1.0,
+		.min_redundant = MP_MIN_REDUNDANT_AUTO,
 	};
 	char shorts[64];
 	cli_short_options(step_options, shorts, sizeof(shorts));
