@@ -375,29 +375,39 @@ static int regroup(const struct mp_search_space *space, struct pts *a)
 static const char *attention_text(uint32_t tp, char *buf, size_t size)
 {
 	if (tp <= 1) {
-		snprintf(buf, size, "DP attention");
+		snprintf(buf, size, "dp attention");
 	} else {
-		snprintf(buf, size, "TP%u attention", tp);
+		snprintf(buf, size, "tp:%u attention", tp);
 	}
 	return buf;
 }
 
-/* One point for a sentence: "EP32, DP attention, overlap 1, 64 req/GPU". */
-static void point_text(const struct mp_search_point *p, char *buf, size_t size)
+static const char *overlap_text(const struct mp_search_space *space, int overlap, char *buf,
+				size_t size)
 {
-	char att[32];
-	if (p->cfg.phase == MP_PHASE_DECODE) {
-		snprintf(buf, size, "EP%u, %s, overlap %d, %.6g requests/GPU", p->cfg.ep,
-			 attention_text(p->cfg.attention_tp, att, sizeof(att)), p->cfg.overlap,
-			 p->cfg.batch);
-	} else {
-		snprintf(buf, size, "EP%u, %s, overlap %d, %.6g tokens/GPU per step", p->cfg.ep,
-			 attention_text(p->cfg.attention_tp, att, sizeof(att)), p->cfg.overlap,
-			 p->cfg.batch);
+	for (size_t i = 0; space->overlap_names && i < space->n_overlaps; i++) {
+		if (space->overlaps[i] == overlap && space->overlap_names[i]) {
+			snprintf(buf, size, "overlap %s", space->overlap_names[i]);
+			return buf;
+		}
 	}
+	snprintf(buf, size, "overlap %d", overlap);
+	return buf;
 }
 
-static void explain(struct mp_search_phase *ph, const struct mp_search_targets *t)
+/* One point for a sentence: "EP32, dp attention, overlap full, 64 requests/GPU". */
+static void point_text(const struct mp_search_space *space, const struct mp_search_point *p,
+		       char *buf, size_t size)
+{
+	char att[32], ov[48];
+	snprintf(buf, size, "EP%u, %s, %s, %.6g %s", p->cfg.ep,
+		 attention_text(p->cfg.attention_tp, att, sizeof(att)),
+		 overlap_text(space, p->cfg.overlap, ov, sizeof(ov)), p->cfg.batch,
+		 p->cfg.phase == MP_PHASE_DECODE ? "requests/GPU" : "tokens/GPU per step");
+}
+
+static void explain(struct mp_search_phase *ph, const struct mp_search_space *space,
+		    const struct mp_search_targets *t)
 {
 	char *s = ph->why;
 	size_t size = sizeof(ph->why);
@@ -415,18 +425,35 @@ static void explain(struct mp_search_phase *ph, const struct mp_search_targets *
 		return;
 	}
 	const struct mp_search_point *c = &ph->points[ph->chosen];
-	const char *unit = ph->phase == MP_PHASE_DECODE ? "output" : "input";
+	bool decode = ph->phase == MP_PHASE_DECODE;
+	const char *unit = decode ? "output" : "input";
+	int k = 0;
 	if (ph->has_runner_up) {
 		const struct mp_search_point *r = &ph->points[ph->runner_up];
 		char rt[160];
-		point_text(r, rt, sizeof(rt));
+		point_text(space, r, rt, sizeof(rt));
 		double gap = c->eval.tokens_per_s_per_gpu > 0
 				     ? 1.0 - r->eval.tokens_per_s_per_gpu / c->eval.tokens_per_s_per_gpu
 				     : 0.0;
-		int k = snprintf(s + len, size - len,
-				 "runner-up %s: %.1f%% fewer %s tokens/s per GPU (%.0f against %.0f)",
-				 rt, 100.0 * gap, unit, r->eval.tokens_per_s_per_gpu,
-				 c->eval.tokens_per_s_per_gpu);
+		if (gap >= MP_SEARCH_TIE) {
+			k = snprintf(s + len, size - len,
+				     "runner-up %s: %.1f%% fewer %s tokens/s per GPU (%.0f against %.0f)",
+				     rt, 100.0 * gap, unit, r->eval.tokens_per_s_per_gpu,
+				     c->eval.tokens_per_s_per_gpu);
+		} else if (decode) {
+			k = snprintf(s + len, size - len,
+				     "runner-up %s: within %.0f%% of the %s tokens/s per GPU (%.0f against "
+				     "%.0f) but slower per user (%.4g against %.4g tokens/s)", rt,
+				     100.0 * MP_SEARCH_TIE, unit, r->eval.tokens_per_s_per_gpu,
+				     c->eval.tokens_per_s_per_gpu, r->eval.tokens_per_s_per_user,
+				     c->eval.tokens_per_s_per_user);
+		} else {
+			k = snprintf(s + len, size - len,
+				     "runner-up %s: within %.0f%% of the %s tokens/s per GPU (%.0f against "
+				     "%.0f) but a longer TTFT (%.4g s against %.4g s)", rt,
+				     100.0 * MP_SEARCH_TIE, unit, r->eval.tokens_per_s_per_gpu,
+				     c->eval.tokens_per_s_per_gpu, r->eval.ttft_s, c->eval.ttft_s);
+		}
 		len += k > 0 ? (size_t)k : 0;
 		if (len < size && r->cfg.busiest_factor != c->cfg.busiest_factor) {
 			k = snprintf(s + len, size - len, ", busiest-GPU factor %.3f against %.3f",
@@ -438,28 +465,73 @@ static void explain(struct mp_search_phase *ph, const struct mp_search_targets *
 			len += k > 0 ? (size_t)k : 0;
 		}
 	}
-	if (ph->has_fastest && ph->fastest != ph->chosen && len < size &&
-	    ph->points[ph->fastest].eval.tokens_per_s_per_gpu > c->eval.tokens_per_s_per_gpu) {
-		const struct mp_search_point *f = &ph->points[ph->fastest];
-		char ft[160];
-		point_text(f, ft, sizeof(ft));
-		if (ph->phase == MP_PHASE_DECODE) {
-			snprintf(s + len, size - len,
-				 "%sThe most throughput, %s (%.0f tokens/s per GPU), gives %.4g tokens/s per "
-				 "user, below the target %.4g.", len ? " " : "", ft,
-				 f->eval.tokens_per_s_per_gpu, f->eval.tokens_per_s_per_user,
-				 t && t->tpot_s > 0 ? 1.0 / t->tpot_s : 0.0);
-		} else {
-			snprintf(s + len, size - len,
-				 "%sThe most throughput, %s (%.0f tokens/s per GPU), has TTFT %.4g s, above "
-				 "the target %.4g s.", len ? " " : "", ft, f->eval.tokens_per_s_per_gpu,
-				 f->eval.ttft_s, t ? t->ttft_s : 0.0);
-		}
+	if (!ph->has_fastest || ph->fastest == ph->chosen || len >= size ||
+	    !(ph->points[ph->fastest].eval.tokens_per_s_per_gpu > c->eval.tokens_per_s_per_gpu)) {
+		return;
+	}
+	const struct mp_search_point *f = &ph->points[ph->fastest];
+	char ft[160];
+	point_text(space, f, ft, sizeof(ft));
+	const char *sep = len ? " " : "";
+	if (mp_search_meets(f, t)) {
+		snprintf(s + len, size - len,
+			 "%sThe most throughput, %s (%.0f tokens/s per GPU), is within %.0f%% and %s.", sep,
+			 ft, f->eval.tokens_per_s_per_gpu, 100.0 * MP_SEARCH_TIE,
+			 decode ? "slower per user" : "has a longer TTFT");
+	} else if (decode) {
+		snprintf(s + len, size - len,
+			 "%sThe most throughput, %s (%.0f tokens/s per GPU), gives %.4g tokens/s per "
+			 "user, below the target %.4g.", sep, ft, f->eval.tokens_per_s_per_gpu,
+			 f->eval.tokens_per_s_per_user, t && t->tpot_s > 0 ? 1.0 / t->tpot_s : 0.0);
+	} else {
+		snprintf(s + len, size - len,
+			 "%sThe most throughput, %s (%.0f tokens/s per GPU), has TTFT %.4g s, above "
+			 "the target %.4g s.", sep, ft, f->eval.tokens_per_s_per_gpu, f->eval.ttft_s,
+			 t ? t->ttft_s : 0.0);
 	}
 }
 
+/* The best point meeting the targets among those `keep` accepts: the
+ * most tokens/s per GPU, then among those within MP_SEARCH_TIE of it the
+ * better x (then the more tokens/s, then the earlier). */
+static bool pick(const struct mp_search_phase *ph, const struct mp_search_targets *targets,
+		 const struct mp_search_point *other, size_t *out)
+{
+	double top = -1;
+	for (size_t i = 0; i < ph->n_points; i++) {
+		const struct mp_search_point *p = &ph->points[i];
+		if (mp_search_meets(p, targets) && (!other || p->cfg.ep != other->cfg.ep ||
+						    (ph->n_widths <= 1 &&
+						     (p->cfg.attention_tp != other->cfg.attention_tp ||
+						      p->cfg.overlap != other->cfg.overlap)))) {
+			top = fmax(top, p->eval.tokens_per_s_per_gpu);
+		}
+	}
+	if (top < 0) {
+		return false;
+	}
+	bool found = false;
+	for (size_t i = 0; i < ph->n_points; i++) {
+		const struct mp_search_point *p = &ph->points[i];
+		bool allowed = !other || p->cfg.ep != other->cfg.ep ||
+			       (ph->n_widths <= 1 && (p->cfg.attention_tp != other->cfg.attention_tp ||
+						      p->cfg.overlap != other->cfg.overlap));
+		if (!allowed || !mp_search_meets(p, targets) ||
+		    p->eval.tokens_per_s_per_gpu < (1 - MP_SEARCH_TIE) * top) {
+			continue;
+		}
+		const struct mp_search_point *b = found ? &ph->points[*out] : NULL;
+		if (!b || point_x(p) > point_x(b) || (point_x(p) == point_x(b) && better(p, b))) {
+			*out = i;
+			found = true;
+		}
+	}
+	return found;
+}
+
 /* The overall front, the choice, the runner-up and the fastest. */
-static int conclude(struct mp_search_phase *out, const struct mp_search_targets *targets)
+static int conclude(struct mp_search_phase *out, const struct mp_search_space *space,
+		    const struct mp_search_targets *targets)
 {
 	size_t n = out->n_points;
 	double *xy = malloc((2 * n + 1) * sizeof(*xy));
@@ -483,28 +555,12 @@ static int conclude(struct mp_search_phase *out, const struct mp_search_targets 
 			out->has_fastest = true;
 			out->fastest = i;
 		}
-		if (mp_search_meets(p, targets) &&
-		    (!out->has_choice || better(p, &out->points[out->chosen]))) {
-			out->has_choice = true;
-			out->chosen = i;
-		}
 	}
+	out->has_choice = pick(out, targets, NULL, &out->chosen);
 	if (out->has_choice) {
-		const struct mp_search_point *c = &out->points[out->chosen];
-		bool one_width = out->n_widths <= 1;
-		for (size_t i = 0; i < n; i++) {
-			const struct mp_search_point *p = &out->points[i];
-			bool other = one_width ? (p->cfg.attention_tp != c->cfg.attention_tp ||
-						  p->cfg.overlap != c->cfg.overlap)
-					       : p->cfg.ep != c->cfg.ep;
-			if (other && mp_search_meets(p, targets) &&
-			    (!out->has_runner_up || better(p, &out->points[out->runner_up]))) {
-				out->has_runner_up = true;
-				out->runner_up = i;
-			}
-		}
+		out->has_runner_up = pick(out, targets, &out->points[out->chosen], &out->runner_up);
 	}
-	explain(out, targets);
+	explain(out, space, targets);
 	return 0;
 }
 
@@ -546,7 +602,7 @@ int mp_search_phase_run(const struct mp_search_model *model, const struct mp_sea
 		ph.points = a.p;
 		ph.n_points = a.n;
 		a.p = NULL;
-		rc = conclude(&ph, targets);
+		rc = conclude(&ph, space, targets);
 	}
 	free(a.p);
 	if (rc) {

@@ -288,6 +288,47 @@ static void search__placement_only_where_it_can_win(void **state)
 	mp_search_phase_finish(&ph);
 }
 
+/* Ties: step = 0.01 (1 + 0.995 (b - 1)) s at one width, HBM to 2:
+ *   b 1: 100 tokens/s per GPU, 100 per user;
+ *   b 2: 2 / 0.01995 = 100.25 per GPU (0.25% more), 50.1 per user.
+ * Within MP_SEARCH_TIE (1%) the better speed per user wins: b 1; the
+ * fastest, b 2, is named as within 1% and slower per user. */
+static int tie_max(void *user, const struct mp_search_config *cfg, double *out)
+{
+	(void)user;
+	(void)cfg;
+	*out = 2;
+	return 0;
+}
+
+static int tie_eval(void *user, const struct mp_search_config *cfg, struct mp_search_eval *out)
+{
+	(void)user;
+	double step = 0.01 * (1 + 0.995 * (cfg->batch - 1));
+	*out = (struct mp_search_eval){.step_s = step, .tokens_per_s_per_gpu = cfg->batch / step,
+				       .tokens_per_s_per_user = 1 / step};
+	return 0;
+}
+
+static void search__ties_go_to_speed_per_user(void **state)
+{
+	(void)state;
+	static const uint32_t w[] = {8};
+	struct mp_search_model model = {.evaluate = tie_eval, .max_batch = tie_max};
+	struct mp_search_space space = {
+		.widths = w, .n_widths = 1, .attention_tp = toy_dp, .n_attention = 1,
+		.overlaps = toy_overlap, .n_overlaps = 1, .batch_unit = 1,
+	};
+	struct mp_search_config tmpl = {.phase = MP_PHASE_DECODE};
+	struct mp_search_phase ph;
+	mp_search_phase_init(&ph);
+	assert_int_equal(mp_search_phase_run(&model, &space, NULL, &tmpl, &ph), 0);
+	assert_near(ph.points[ph.chosen].cfg.batch, 1, 0);
+	assert_near(ph.points[ph.fastest].cfg.batch, 2, 0);
+	assert_non_null(strstr(ph.why, "(100 tokens/s per GPU), is within 1% and slower per user"));
+	mp_search_phase_finish(&ph);
+}
+
 /* A toy prefill: TTFT = 0.1 + b / 10,000 s and 10,000 b / (b + 1,000)
  * tokens/s per GPU, HBM to 3,000 tokens, units of 1,000, one width:
  *   b 1,000: TTFT 0.2, 5,000 tokens/s; b 2,000: 0.3, 6,667; b 3,000: 0.4, 7,500.
@@ -621,6 +662,7 @@ int main(void)
 		cmocka_unit_test(search__decode_front_by_hand),
 		cmocka_unit_test(search__placement_only_where_it_can_win),
 		cmocka_unit_test(search__prefill_ttft_by_hand),
+		cmocka_unit_test(search__ties_go_to_speed_per_user),
 		cmocka_unit_test(search__pools_for_a_rate),
 		cmocka_unit_test(search__pools_for_a_budget),
 		cmocka_unit_test(search__colocated_by_hand),

@@ -106,7 +106,15 @@ struct mp_search_space {
 					    limit; > 1 = a geometric grid unit, unit*r, ... rounded to
 					    multiples of the unit, and the limit itself */
 	double batch_cap;              /**< the largest batch tried (0 = the HBM limit only) */
+	const char *const *overlap_names; /**< [n_overlaps] names for sentences ("two_batch"), or
+					       NULL (the numbers) */
 };
+
+/** Points meeting the targets whose tokens/s per GPU is within this
+ * fraction of the most are ties, broken by the better speed per user
+ * (decode) or the shorter TTFT (prefill): the step model is good to a few
+ * percent (as widths.h's 1% rule for decode widths). */
+#define MP_SEARCH_TIE 0.01
 
 /** Serving targets; 0 = none. */
 struct mp_search_targets {
@@ -143,10 +151,11 @@ struct mp_search_phase {
 	size_t evaluated;               /**< configurations predicted in all (re-evaluations included) */
 	size_t placements;              /**< busiest_factor calls */
 	bool has_choice;                /**< some point meets the targets */
-	size_t chosen;                  /**< index into points: most tokens/s per GPU meeting them */
+	size_t chosen;                  /**< index into points: most tokens/s per GPU meeting them,
+					     ties (MP_SEARCH_TIE) to the better x */
 	bool has_runner_up;
 	size_t runner_up;               /**< the best meeting them at another width (or, with one
-					     width, another attention/overlap) */
+					     width, another attention/overlap), by the same rule */
 	bool has_fastest;
 	size_t fastest;                 /**< most tokens/s per GPU of all, targets or not */
 	char why[512];                  /**< why the runner-up (and the fastest, when it misses the
