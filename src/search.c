@@ -305,7 +305,9 @@ static int solve_placements(const struct mp_search_model *model, const struct mp
 	int rc = 0;
 	for (size_t k = 0; k < m && rc == 0; k++) {
 		struct mp_search_width *w = &out->widths[order[k]];
-		if (!(w->bound > realised)) {
+		/* Within MP_SEARCH_TIE of the best realised value a width can
+		 * still win on speed per user (or TTFT): solve it too. */
+		if (!(w->bound > (1 - MP_SEARCH_TIE) * realised)) {
 			break;
 		}
 		/* The width's best point with f = 1 sets the batch the factor is

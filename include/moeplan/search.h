@@ -18,8 +18,9 @@
  * with its placement (the predictor must be monotone: a larger factor never
  * gives more tokens/s per GPU nor per user, nor a shorter TTFT). Widths are
  * visited in order of that bound; a width's placement is solved only while
- * its bound beats the best value realised so far, so placements are solved
- * only for the widths that can win. Widths never solved keep f = 1 and are
+ * its bound is above (1 - MP_SEARCH_TIE) times the best value realised so
+ * far (a width within the tie tolerance can still win on speed per user),
+ * so placements are solved only for the widths that can win. Widths never solved keep f = 1 and are
  * marked optimistic.
  *
  * Pure functions, no I/O, no globals. Deterministic: ties are broken by
