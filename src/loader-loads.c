@@ -248,6 +248,30 @@ static bool csv_layers_comment(struct ld *ld, const char *s, const char *stop, i
 	return true;
 }
 
+/* True when the first cell of a CSV line is a word ("expert_0", "layer",
+ * a quoted name), not a number or a non-finite spelling that gets its
+ * own error ("nan", "inf"). */
+static bool csv_header_row(const char *s, const char *stop)
+{
+	if (s == stop || !(isalpha((unsigned char)*s) || *s == '"' || *s == '\'')) {
+		return false;
+	}
+	size_t len = strcspn(s, ",");
+	if (len > (size_t)(stop - s)) {
+		len = (size_t)(stop - s);
+	}
+	while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t')) {
+		len--;
+	}
+	static const char *const numbers[] = {"nan", "inf", "infinity"};
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		if (len == strlen(numbers[i]) && strncasecmp(s, numbers[i], len) == 0) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* Attach the rows' layer ids (from a '# layers:' line or a layer column),
  * which must be one per row and strictly increasing. */
 static int csv_attach_ids(struct ld *ld, struct mp_loads *out, const struct uvec *ids, int line)
@@ -290,6 +314,7 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 	int ids_line = 0;
 	bool layer_column = false;
 	bool header_done = false;
+	bool header = false;
 	const char *p = text->data;
 	const char *end = text->data + text->size;
 	int line = 0;
@@ -365,6 +390,14 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 		if (rows == MP_MAX_LAYERS) {
 			ld_error_at(&ld, line, 1, "more than %u rows (one row per MoE layer)", MP_MAX_LAYERS);
 			break;
+		}
+		if (!first_line && !header && csv_header_row(s, stop)) {
+			/* One error for the whole row, not one per cell. */
+			ld_error_at(&ld, line, (int)(s - line_start) + 1,
+				    "this looks like a header row ('%.*s...'); loads files have no header: "
+				    "put '#' before it to keep it as a comment", (int)(stop - s < 24 ? stop - s : 24), s);
+			header = true;
+			continue;
 		}
 		uint32_t n = 0;
 		bool row_ok = true;
@@ -782,7 +815,14 @@ static bool looks_like_csv(const char *path, const struct ld_text *text)
 	if (strncasecmp(s, "layer", 5) == 0 && (s[5] == ',' || s[5] == '\r' || s[5] == '\n' || s[5] == '\0')) {
 		return true;
 	}
-	return isdigit((unsigned char)*s) || *s == '.' || *s == '+';
+	if (isdigit((unsigned char)*s) || *s == '.' || *s == '+') {
+		return true;
+	}
+	/* A header row of names ("expert_0,expert_1"): commas, and none of
+	 * YAML's ':' '[' '{' on the line; read as CSV to say what it is. */
+	size_t line = strcspn(s, "\n");
+	return memchr(s, ',', line) && !memchr(s, ':', line) && !memchr(s, '[', line) &&
+	       !memchr(s, '{', line);
 }
 
 int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags)
@@ -1210,6 +1250,20 @@ static bool check_ids(struct ld *ld, const struct map_source *m, const uint32_t 
 	}
 	struct map_problems mp = {.ld = ld};
 	const yaml_node_t *list = m->ids;
+	/* Ids out of range first: one bad id explains the rest (an expert
+	 * that lost its slot to it). */
+	for (uint32_t l = 0; l < rows; l++) {
+		const yaml_node_t *row = ld_node(ld, list->data.sequence.items.start[l]);
+		for (uint32_t s = 0; s < slots; s++) {
+			uint32_t e = ids[(size_t)l * slots + s];
+			if (e != MAP_BAD_ID && e >= n_experts) {
+				const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[s]);
+				map_problem(&mp, cell, "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is out "
+					    "of range (the model has %u experts, ids 0 to %u)", m->what, l, s, l,
+					    s / per_gpu, s % per_gpu, e, n_experts, n_experts - 1);
+			}
+		}
+	}
 	for (uint32_t l = 0; l < rows; l++) {
 		const yaml_node_t *row = ld_node(ld, list->data.sequence.items.start[l]);
 		memset(first, 0, (size_t)n_experts * sizeof(*first));
@@ -1217,13 +1271,7 @@ static bool check_ids(struct ld *ld, const struct map_source *m, const uint32_t 
 			uint32_t e = ids[(size_t)l * slots + s];
 			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[s]);
 			uint32_t g = s / per_gpu;
-			if (e == MAP_BAD_ID) {
-				continue;
-			}
-			if (e >= n_experts) {
-				map_problem(&mp, cell, "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is out "
-					    "of range (the model has %u experts, ids 0 to %u)", m->what, l, s, l,
-					    g, s % per_gpu, e, n_experts, n_experts - 1);
+			if (e == MAP_BAD_ID || e >= n_experts) {
 				continue;
 			}
 			if (first[e] == 0 || (first[e] - 1) / per_gpu != g) {
@@ -1252,8 +1300,50 @@ static bool check_ids(struct ld *ld, const struct map_source *m, const uint32_t 
 	return mp.count == 0 && ld->status == 0;
 }
 
-static int load_map(const char *path, const char *phase, uint32_t gpus, bool distinct,
-		    struct mp_placement *out, struct mp_diags *diags)
+/* Without a known expert count, a map's count is its largest id + 1: one
+ * stray id (999 in a 384-expert map) would turn into hundreds of experts
+ * with no slot. When fewer distinct ids appear than that count, name the
+ * largest id first. */
+static void note_sparse_ids(struct ld *ld, const struct map_source *m, const uint32_t *ids,
+			    uint32_t rows, uint32_t slots, uint32_t per_gpu, uint32_t n_experts)
+{
+	unsigned char *seen = calloc(n_experts, 1);
+	if (!seen) {
+		ld_fail(ld, MP_ENOMEM);
+		return;
+	}
+	uint32_t distinct = 0;
+	size_t at = 0;
+	for (size_t i = 0; i < (size_t)rows * slots; i++) {
+		uint32_t e = ids[i];
+		if (e == MAP_BAD_ID || e >= n_experts) {
+			continue;
+		}
+		distinct += !seen[e];
+		seen[e] = 1;
+		if (e == n_experts - 1 && at == 0) {
+			at = i + 1;
+		}
+	}
+	uint32_t next = n_experts - 1; /* the largest id below the largest */
+	while (next > 0 && !seen[next - 1]) {
+		next--;
+	}
+	free(seen);
+	if (distinct >= n_experts || at == 0 || next == 0) {
+		return;
+	}
+	uint32_t l = (uint32_t)((at - 1) / slots), s = (uint32_t)((at - 1) % slots);
+	const yaml_node_t *row = ld_node(ld, m->ids->data.sequence.items.start[l]);
+	const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[s]);
+	ld_error(ld, cell, "%s[%u][%u] (layer %u, GPU %u, slot %u): expert %u is the largest id, the "
+		 "next is %u: if the model has %u experts, this id is out of range (give --experts or "
+		 "--model to check against the model)", m->what, l, s, l, s / per_gpu, s % per_gpu,
+		 n_experts - 1, next - 1, next);
+}
+
+static int load_map(const char *path, const char *phase, uint32_t gpus, uint32_t want_experts,
+		    bool distinct, struct mp_placement *out, struct mp_diags *diags)
 {
 	struct ld ld;
 	uint32_t *ids = NULL;
@@ -1331,6 +1421,16 @@ static int load_map(const char *path, const char *phase, uint32_t gpus, bool dis
 	if (ld.errors != errors_before) {
 		goto done;
 	}
+	if (want_experts) {
+		if (m.n_experts && n_experts != want_experts) {
+			ld_error(&ld, m.n_experts, "n_experts: the file says %u, but the model has %u",
+				 n_experts, want_experts);
+			goto done;
+		}
+		n_experts = want_experts;
+	} else if (!m.experts_hint && !m.n_experts) {
+		note_sparse_ids(&ld, &m, ids, rows, slots, per_gpu, n_experts);
+	}
 	/* Every id in range, every expert placed at least once and, when
 	 * distinct, no expert twice on one GPU. Every problem is reported (up
 	 * to MAP_MAX_PROBLEMS records, then one "... and N more"). */
@@ -1369,11 +1469,17 @@ done:
 int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 		struct mp_placement *out, struct mp_diags *diags)
 {
-	return load_map(path, phase, gpus, false, out, diags);
+	return load_map(path, phase, gpus, 0, false, out, diags);
 }
 
 int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
 		       struct mp_placement *out, struct mp_diags *diags)
 {
-	return load_map(path, phase, gpus, true, out, diags);
+	return load_map(path, phase, gpus, 0, true, out, diags);
+}
+
+int mp_load_map_experts(const char *path, const char *phase, uint32_t gpus, uint32_t n_experts,
+			bool distinct, struct mp_placement *out, struct mp_diags *diags)
+{
+	return load_map(path, phase, gpus, n_experts, distinct, out, diags);
 }

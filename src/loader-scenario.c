@@ -436,11 +436,41 @@ static char *base_name(const char *path)
 	return name;
 }
 
+/* A model, hardware, Hugging Face config or plan given where a scenario is
+ * expected would otherwise get one "unknown field" per key: say what it
+ * is, once (as loads files do). Returns true after reporting. */
+static bool refuse_other_file(struct ld *ld, const yaml_node_t *root)
+{
+	static const struct {
+		const char *key, *kind, *instead;
+	} kinds[] = {
+		{"moeplan", "a moeplan output (plan, placement or report)", "the scenario it was made from"},
+		{"routed_experts", "a model file", "a scenario that names it as 'model:'"},
+		{"architectures", "a Hugging Face config.json", "a scenario that names it as 'model:'"},
+		{"peak_flops", "a hardware file", "a scenario that names it as 'prefill.hardware' and 'decode.hardware'"},
+		{"hbm_bytes", "a hardware file", "a scenario that names it as 'prefill.hardware' and 'decode.hardware'"},
+	};
+	if (root->type != YAML_MAPPING_NODE) {
+		return false;
+	}
+	/* a scenario has prefill and decode; of the others only a plan does */
+	bool phases = ld_has(ld, root, "prefill") || ld_has(ld, root, "decode");
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if ((i == 0 || !phases) && ld_has(ld, root, kinds[i].key)) {
+			ld_error(ld, root, "this is %s (it has '%s'), not a scenario: plan takes a scenario "
+				 "(model, traffic, prefill and decode; see plans/default.yaml); give %s",
+				 kinds[i].kind, kinds[i].key, kinds[i].instead);
+			return true;
+		}
+	}
+	return false;
+}
+
 static void parse_scenario(struct ld *ld, const yaml_node_t *root, struct mp_scenario *s)
 {
 	char field[256];
 	const char *what = "";
-	if (!ld_check_map(ld, root, "", scenario_keys)) {
+	if (refuse_other_file(ld, root) || !ld_check_map(ld, root, "", scenario_keys)) {
 		return;
 	}
 	ld_get_string(ld, ld_get(ld, root, "name"), "name", &s->name);

@@ -44,7 +44,7 @@ static double phase_real(const char *doc, const char *phase, const char *key)
 }
 
 /* A scratch file name (removed by the caller). */
-static inline void scratch(char *buf, size_t size, const char *tag)
+static void scratch(char *buf, size_t size, const char *tag)
 {
 	snprintf(buf, size, "/tmp/moeplan-newuser-%s-XXXXXX", tag);
 	int fd = mkstemp(buf);
@@ -230,6 +230,124 @@ static void newuser__roofline_refuses_what_plan_refuses(void **state)
 	cli_result_free(&r);
 }
 
+/* Lines in a text. */
+static int count_lines(const char *text)
+{
+	int n = 0;
+	for (const char *p = text; *p; p++) {
+		n += *p == '\n';
+	}
+	return n;
+}
+
+/* Item 7: an SGLang map for a 384-expert model with one id of 999 (layer
+ * 3, slot 5; the slot held expert 5): the first error names the bad id,
+ * with --experts / --model as out of range, without them as the largest id
+ * after 383; "expert 5 has no slot" follows, not 600 more experts. */
+static void newuser__check_names_the_bad_id_first(void **state)
+{
+	(void)state;
+	char path[64];
+	scratch(path, sizeof(path), "map");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"physical_to_logical_map\": [", f);
+	for (int l = 0; l < 4; l++) {
+		fputs(l ? ", [" : "[", f);
+		for (int p = 0; p < 448; p++) {
+			fprintf(f, "%s%d", p ? ", " : "", l == 3 && p == 5 ? 999 : p % 384);
+		}
+		fputs("]", f);
+	}
+	fputs("]}\n", f);
+	fclose(f);
+	struct cli_result r = cli_run("check", path, "--gpus", "64", "--experts", "384", NULL);
+	assert_int_equal(r.status, 1);
+	const char *first = strstr(r.err, "error: ");
+	assert_non_null(first);
+	assert_int_equal(strncmp(first, "error: physical_to_logical_map[3][5] (layer 3, GPU 0, slot 5): "
+				 "expert 999 is out of range (the model has 384 experts", 95), 0);
+	/* expert 5 keeps its other slot (448 = 384 + 64 slots): one problem */
+	assert_int_equal(count_lines(r.err), 1);
+	cli_result_free(&r);
+	r = cli_run("check", path, "--gpus", "64", "--model",
+		    src_path("plans/models/deepseek-v4.1-flash.yaml"), NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "expert 999 is out of range (the model has 384 experts"));
+	cli_result_free(&r);
+	r = cli_run("check", path, "--gpus", "64", NULL);
+	assert_int_equal(r.status, 1);
+	first = strstr(r.err, "error: ");
+	assert_non_null(first);
+	assert_non_null(strstr(first, "expert 999 is the largest id, the next is 383: if the model has "
+				      "384 experts, this id is out of range"));
+	assert_true(strstr(first, "expert 999") < strchr(first, '\n'));
+	cli_result_free(&r);
+	unlink(path);
+}
+
+/* Item 7: a model, hardware or Hugging Face file given to plan gets one
+ * error saying what it is and that plan takes a scenario. */
+static void newuser__plan_says_what_the_file_is(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file, *kind;
+	} cases[] = {
+		{"plans/models/mixtral-8x7b.yaml", "this is a model file"},
+		{"hardware/hgx-h100.yaml", "this is a hardware file"},
+		{"tests/data/hf/mixtral-8x7b.config.json", "this is a Hugging Face config.json"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct cli_result r = cli_run("plan", src_path(cases[i].file), NULL);
+		assert_int_equal(r.status, 1);
+		assert_non_null(strstr(r.err, cases[i].kind));
+		assert_non_null(strstr(r.err, "plan takes a scenario"));
+		assert_int_equal(count_lines(r.err), 1);
+		cli_result_free(&r);
+	}
+}
+
+/* Item 7: a CSV with a header row gets one error saying to comment it out. */
+static void newuser__csv_header_is_one_error(void **state)
+{
+	(void)state;
+	char path[64];
+	scratch(path, sizeof(path), "csv");
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("expert_0,expert_1,expert_2,expert_3\n1,2,3,4\n5,6,7,8\n", f);
+	fclose(f);
+	struct cli_result r = cli_run("place", path, "--gpus", "2", "--slots", "4", NULL);
+	assert_int_equal(r.status, 1);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_non_null(strstr(r.err, ":1:1: error: this looks like a header row"));
+	assert_non_null(strstr(r.err, "put '#' before it"));
+	cli_result_free(&r);
+	unlink(path);
+}
+
+/* Item 7: `fit -r 0` and a repeated option are usage errors. */
+static void newuser__zero_requests_and_repeats_refused(void **state)
+{
+	(void)state;
+	const char *m = src_path("plans/models/mixtral-8x7b.yaml");
+	const char *h = src_path("hardware/hgx-h100.yaml");
+	struct cli_result r = cli_run("fit", "-m", m, "-H", h, "--ep", "8", "-r", "0", "-c", "1024", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--requests 0"));
+	cli_result_free(&r);
+	r = cli_run("fit", "-m", m, "-H", h, "--ep", "8", "--ep", "4", "-r", "1", "-c", "1024", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--ep given twice"));
+	cli_result_free(&r);
+	r = cli_run("place", src_path("plans/traces/olmoe_github.csv"), "-g", "8", "--gpus", "4",
+		    "--slots", "64", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--gpus given twice"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +359,10 @@ int main(void)
 		cmocka_unit_test(newuser__busiest_factor_said_once),
 		cmocka_unit_test(newuser__one_tokens_per_request_default),
 		cmocka_unit_test(newuser__roofline_refuses_what_plan_refuses),
+		cmocka_unit_test(newuser__check_names_the_bad_id_first),
+		cmocka_unit_test(newuser__plan_says_what_the_file_is),
+		cmocka_unit_test(newuser__csv_header_is_one_error),
+		cmocka_unit_test(newuser__zero_requests_and_repeats_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

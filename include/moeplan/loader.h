@@ -83,6 +83,16 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
 		       struct mp_placement *out, struct mp_diags *diags);
 
+/** mp_load_map (distinct false) or mp_load_map_strict (true) against a
+ * known expert count n_experts (the model's routed_experts; 0 = the
+ * file's count, or its largest id + 1). Ids out of range are reported
+ * first, each at its line:col; a plan whose n_experts differs is refused.
+ * Without a count, a map whose ids skip numbers gets its largest id named
+ * first (a stray id otherwise shows as many experts with no slot).
+ * Returns 0 or MP_EINVAL (or MP_ENOMEM). */
+int mp_load_map_experts(const char *path, const char *phase, uint32_t gpus, uint32_t n_experts,
+			bool distinct, struct mp_placement *out, struct mp_diags *diags);
+
 /** Parse a quantity with an optional unit into SI base units. kind is
  * "bytes" (B, kB, MB, GB, TB, PB = 1e3^n; KiB, MiB, GiB, TiB, PiB =
  * 1024^n), "bytes/s" (the same with "/s", and kbit/s .. Tbit/s = 1/8 of

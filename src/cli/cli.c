@@ -43,6 +43,24 @@ void cli_print_help(const struct cli_command_help *help, FILE *out)
 		     "3 solver limit reached with no feasible plan.\n");
 }
 
+bool cli_repeated(const char *cmd, int c, const struct option *options, unsigned char *seen)
+{
+	if (c < 0 || c >= CLI_SEEN_SIZE || c == '?' || c == ':') {
+		return false;
+	}
+	for (const struct option *o = options; o->name; o++) {
+		if (o->val == c && !o->flag && o->has_arg != no_argument) {
+			if (seen[c]) {
+				cli_usage(cmd, "--%s given twice: give it once", o->name);
+				return true;
+			}
+			seen[c] = 1;
+			return false;
+		}
+	}
+	return false;
+}
+
 void cli_short_options(const struct option *options, char *buf, size_t size)
 {
 	size_t n = 0;

@@ -50,6 +50,13 @@ void cli_print_help(const struct cli_command_help *help, FILE *out);
  * `val` fields are characters (into buf). */
 void cli_short_options(const struct option *options, char *buf, size_t size);
 
+/** Record that getopt_long returned option c; when an option that takes a
+ * value is given a second time, print a usage error naming it and return
+ * true (a repeated option is an error, never a silent override). seen
+ * must start zeroed and hold CLI_SEEN_SIZE bytes. */
+#define CLI_SEEN_SIZE 512
+bool cli_repeated(const char *cmd, int c, const struct option *options, unsigned char *seen);
+
 /** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
  * to stderr and returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

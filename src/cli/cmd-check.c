@@ -11,6 +11,8 @@
 static const struct option check_options[] = {
 	{"loads", required_argument, NULL, 'l'},
 	{"gpus", required_argument, NULL, 'g'},
+	{"experts", required_argument, NULL, 'E'},
+	{"model", required_argument, NULL, 'm'},
 	{"phase", required_argument, NULL, 'P'},
 	{"time-limit", required_argument, NULL, 't'},
 	{"output", required_argument, NULL, 'o'},
@@ -26,6 +28,9 @@ static const struct cli_option_help check_help[] = {
 		  "map's structure only)"},
 	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list) "
 	      "(default: the file's gpus)"},
+	{"E", "the model's routed experts: ids from E up are out of range and named first "
+	      "(default: the file's n_experts, or its largest id + 1)"},
+	{"M", "model file: its routed experts, as --experts (default: none)"},
 	{"PHASE", "phase of a full plan: decode (default) or prefill"},
 	{"SECONDS", "with --loads: wall-clock safety net for the solver that proves the lower "
 		    "bound and finds the best known plan, for the whole run (default 10; 0 = none)"},
@@ -37,7 +42,8 @@ static const struct cli_option_help check_help[] = {
 
 const struct cli_command_help cmd_check_help = {
 	.name = "check",
-	.synopsis = "moeplan check PLAN [--loads LOADS] [--gpus N] [--phase decode|prefill]\n"
+	.synopsis = "moeplan check PLAN [--loads LOADS] [--gpus N] [--experts E | --model M]\n"
+		    "                     [--phase decode|prefill]\n"
 		    "                     [-o FILE] [--format yaml|json]",
 	.description =
 		"Verifies a placement: a moeplan plan or placement, SGLang's or vLLM's\n"
@@ -62,7 +68,9 @@ struct check_args {
 	const char *phase;
 	const char *output;
 	const char *svg;
+	const char *model;
 	uint32_t gpus;
+	uint32_t experts;
 	bool json;
 	double time_limit_s;
 };
@@ -73,7 +81,11 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	cli_short_options(check_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, check_options, NULL)) != -1) {
+		if (cli_repeated("check", c, check_options, seen)) {
+			return EXIT_USAGE;
+		}
 		switch (c) {
 		case 'l':
 			a->loads = optarg;
@@ -82,6 +94,14 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			if (!cli_parse_u32("check", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
 				return EXIT_USAGE;
 			}
+			break;
+		case 'E':
+			if (!cli_parse_u32("check", "experts", optarg, 1, MP_MAX_EXPERTS, &a->experts)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case 'm':
+			a->model = optarg;
 			break;
 		case 'P':
 			if (strcmp(optarg, "decode") != 0 && strcmp(optarg, "prefill") != 0) {
@@ -123,9 +143,12 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	if (a->svg && !a->loads) {
 		return cli_usage("check", "--svg needs --loads: the heatmap shows loads");
 	}
+	if (a->experts && a->model) {
+		return cli_usage("check", "give --experts or --model, not both");
+	}
 	const char *outputs[] = {a->output, a->svg};
-	const char *inputs[] = {a->plan, a->loads};
-	if (!cli_outputs_spare_inputs("check", outputs, 2, inputs, 2)) {
+	const char *inputs[] = {a->plan, a->loads, a->model};
+	if (!cli_outputs_spare_inputs("check", outputs, 2, inputs, 3)) {
 		return EXIT_USAGE;
 	}
 	return 0;
@@ -204,7 +227,21 @@ int cmd_check(int argc, char **argv)
 	int exit_code = EXIT_INPUT;
 	/* Every problem in the map at once: ids out of range, experts with no
 	 * slot, an expert twice on a GPU (capped, "... and N more"). */
-	rc = mp_load_map_strict(a.plan, a.phase, a.gpus, &map, &diags);
+	if (a.model) {
+		struct mp_model model;
+		mp_model_init(&model);
+		rc = mp_load_model(a.model, &model, &diags);
+		a.experts = model.routed_experts;
+		mp_model_finish(&model);
+		if (rc != 0) {
+			cli_print_diags(&diags);
+			if (diags.count == 0) {
+				cli_error("%s: %s", a.model, mp_strerror(rc));
+			}
+			goto out;
+		}
+	}
+	rc = mp_load_map_experts(a.plan, a.phase, a.gpus, a.experts, true, &map, &diags);
 	if (rc != 0) {
 		cli_print_diags(&diags);
 		if (diags.count == 0) {

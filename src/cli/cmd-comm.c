@@ -176,7 +176,11 @@ int cmd_comm(int argc, char **argv)
 	cli_short_options(comm_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, comm_options, NULL)) != -1) {
+		if (cli_repeated("comm", c, comm_options, seen)) {
+			return EXIT_USAGE;
+		}
 		bool ok = true;
 		switch (c) {
 		case 'm':

@@ -281,7 +281,11 @@ int cmd_fit(int argc, char **argv)
 	cli_short_options(fit_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, fit_options, NULL)) != -1) {
+		if (cli_repeated("fit", c, fit_options, seen)) {
+			return EXIT_USAGE;
+		}
 		bool ok = true;
 		double v = 0.0;
 		switch (c) {

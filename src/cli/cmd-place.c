@@ -111,7 +111,11 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 	cli_short_options(place_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, place_options, NULL)) != -1) {
+		if (cli_repeated("place", c, place_options, seen)) {
+			return EXIT_USAGE;
+		}
 		switch (c) {
 		case 'g':
 			if (!cli_parse_u32("place", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {

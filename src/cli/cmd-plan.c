@@ -112,7 +112,11 @@ int cmd_plan(int argc, char **argv)
 	cli_short_options(plan_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, plan_options, NULL)) != -1) {
+		if (cli_repeated("plan", c, plan_options, seen)) {
+			return EXIT_USAGE;
+		}
 		switch (c) {
 		case 'o':
 			output = optarg;

@@ -174,7 +174,11 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 	cli_short_options(replan_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, replan_options, NULL)) != -1) {
+		if (cli_repeated("replan", c, replan_options, seen)) {
+			return EXIT_USAGE;
+		}
 		switch (c) {
 		case 'p':
 			a->plan = optarg;

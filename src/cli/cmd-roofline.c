@@ -776,7 +776,11 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 	cli_short_options(roofline_options, shorts, sizeof(shorts));
 	optind = 1;
 	int c;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, roofline_options, NULL)) != -1) {
+		if (cli_repeated("roofline", c, roofline_options, seen)) {
+			return EXIT_USAGE;
+		}
 		bool ok = true;
 		switch (c) {
 		case 'm':

@@ -118,7 +118,11 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 	optind = 1;
 	int c;
 	uint32_t threads = 0;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while ((c = getopt_long(argc, argv, shorts, simulate_options, NULL)) != -1) {
+		if (cli_repeated("simulate", c, simulate_options, seen)) {
+			return EXIT_USAGE;
+		}
 		bool ok = true;
 		switch (c) {
 		case 'p':
