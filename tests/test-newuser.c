@@ -4,6 +4,7 @@
  * values are hand calculations written here, published deployments
  * (DeepSeek's 32 redundant experts for 256), or another command of the
  * program computing the same thing another way (fit against plan). */
+#define _XOPEN_SOURCE 700 /* posix_openpt, grantpt, unlockpt, ptsname */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli-run.h"
@@ -348,6 +351,96 @@ static void newuser__zero_requests_and_repeats_refused(void **state)
 	cli_result_free(&r);
 }
 
+/* Run `moeplan ARGS` with stdout on a pseudo-terminal (a person's
+ * terminal); returns what it printed there (owned) and its exit status. */
+static char *run_on_terminal(const char *const *args, int *status)
+{
+	int master = posix_openpt(O_RDWR | O_NOCTTY);
+	assert_true(master >= 0);
+	assert_int_equal(grantpt(master), 0);
+	assert_int_equal(unlockpt(master), 0);
+	const char *slave_name = ptsname(master);
+	assert_non_null(slave_name);
+	const char *exe = getenv("MOEPLAN");
+	const char *argv[16] = {exe ? exe : "moeplan"};
+	int argc = 1;
+	for (; args[argc - 1] && argc < 15; argc++) {
+		argv[argc] = args[argc - 1];
+	}
+	argv[argc] = NULL;
+	pid_t pid = fork();
+	if (pid == 0) {
+		int slave = open(slave_name, O_RDWR);
+		int devnull = open("/dev/null", O_RDWR);
+		if (slave < 0 || devnull < 0) {
+			_exit(127);
+		}
+		dup2(slave, 1);
+		dup2(devnull, 0);
+		dup2(devnull, 2);
+		close(master);
+		execv(argv[0], (char *const *)(void *)argv);
+		_exit(127);
+	}
+	size_t cap = 1 << 16, n = 0;
+	char *out = malloc(cap);
+	assert_non_null(out);
+	for (;;) {
+		if (n + 1 == cap) {
+			cap *= 2;
+			out = realloc(out, cap);
+			assert_non_null(out);
+		}
+		ssize_t got = read(master, out + n, cap - n - 1);
+		if (got <= 0) {
+			break; /* EIO once the child has exited and closed the slave */
+		}
+		n += (size_t)got;
+	}
+	out[n] = '\0';
+	int w = 0;
+	assert_int_equal(waitpid(pid, &w, 0), pid);
+	*status = WIFEXITED(w) ? WEXITSTATUS(w) : 128;
+	close(master);
+	return out;
+}
+
+/* Item 8: on a terminal, `moeplan plan` prints a summary of a few dozen
+ * lines with the widths, slots, HBM, step figures and placement quality
+ * per phase; with --format yaml, or into a pipe, it prints the document as
+ * before. Mixtral on 8xH100: decode EP8 with 8 slots (no redundant copy). */
+static void newuser__terminal_gets_a_summary(void **state)
+{
+	(void)state;
+	const char *scenario = src_path("tests/data/newuser/mixtral-8xh100.yaml");
+	int status = -1;
+	char *text = run_on_terminal((const char *const[]){"plan", scenario, NULL}, &status);
+	assert_int_equal(status, 0);
+	assert_true(count_lines(text) < 40);
+	assert_non_null(strstr(text, "EP8 (of 8 GPUs)"));
+	assert_non_null(strstr(text, "8 (1 per GPU, 0 redundant)"));
+	assert_non_null(strstr(text, "HBM per GPU"));
+	assert_non_null(strstr(text, "routed-expert time/step"));
+	assert_non_null(strstr(text, "32 of 32 layers optimal"));
+	assert_non_null(strstr(text, "-o plan.yaml"));
+	assert_null(strstr(text, "placement:"));
+	free(text);
+	text = run_on_terminal((const char *const[]){"plan", scenario, "--format", "yaml", NULL}, &status);
+	assert_int_equal(status, 0);
+	assert_non_null(strstr(text, "moeplan: plan/v1"));
+	free(text);
+	/* a pipe (cli_run captures stdout in a file) keeps the document */
+	struct cli_result r = cli_run("plan", scenario, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(strncmp(r.out, "moeplan: plan/v1", 16), 0);
+	cli_result_free(&r);
+	/* --format text gives the summary anywhere */
+	r = cli_run("plan", scenario, "-q", "--format", "text", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "EP8 (of 8 GPUs)"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +456,7 @@ int main(void)
 		cmocka_unit_test(newuser__plan_says_what_the_file_is),
 		cmocka_unit_test(newuser__csv_header_is_one_error),
 		cmocka_unit_test(newuser__zero_requests_and_repeats_refused),
+		cmocka_unit_test(newuser__terminal_gets_a_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

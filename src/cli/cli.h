@@ -208,6 +208,16 @@ int cli_plan_heatmap(const char *path, const struct mp_plan *plan, const struct 
 /** The one-page Markdown report of a plan, with its pictures written next
  * to it (STEM-decode-roofline.svg, STEM-prefill-roofline.svg,
  * STEM-decode-heatmap.svg, STEM-prefill-heatmap.svg for STEM.md). */
+/** What the plan summary prints (plan-summary.c). */
+struct cli_plan_summary_input {
+	const struct mp_plan *plan;
+	const struct mp_scenario *scenario;
+	const char *path;   /**< the scenario as given on the command line */
+};
+/** Print the summary a person reads on a terminal: per phase the width,
+ * slots, HBM, step figures and placement quality, and why each width was
+ * chosen (user: struct cli_plan_summary_input). For cli_write_text. */
+int cli_plan_summary(void *user, FILE *out);
 int cli_plan_report(const char *path, const struct mp_plan *plan, const struct mp_scenario *sc,
 		    const char *scenario_path);
 

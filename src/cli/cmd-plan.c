@@ -36,7 +36,7 @@ static const struct option plan_options[] = {
 
 static const struct cli_option_help plan_help[] = {
 	{"FILE", "write the plan to FILE atomically ('-' = stdout, the default)"},
-	{"FMT", "yaml (default) or json"},
+	{"FMT", "yaml, json or text, the summary (default: text on a terminal with no -o, else yaml)"},
 	{"SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)"},
 	{"N", "solver threads over layers (default: number of CPUs; results do not depend on it)"},
 	{NULL, "show GLPK's own log on stderr"},
@@ -53,7 +53,7 @@ static const struct cli_option_help plan_help[] = {
 
 const struct cli_command_help cmd_plan_help = {
 	.name = "plan",
-	.synopsis = "moeplan plan [SCENARIO] [-o FILE] [--format yaml|json] [options]",
+	.synopsis = "moeplan plan [SCENARIO] [-o FILE] [--format yaml|json|text] [options]",
 	.description =
 		"Reads a scenario (model, prefill and decode hardware, traffic, serving targets),\n"
 		"chooses the prefill EP width (the smallest that fits in HBM) and the decode EP\n"
@@ -105,6 +105,8 @@ int cmd_plan(int argc, char **argv)
 	const char *export_format = NULL;
 	const char *export_output = NULL;
 	bool json = false;
+	bool text = false;         /* the summary instead of the document */
+	bool format_given = false;
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
 	opts.place.time_limit_s = 0; /* 0 = take the scenario's */
@@ -122,7 +124,10 @@ int cmd_plan(int argc, char **argv)
 			output = optarg;
 			break;
 		case 'f':
-			if (!cli_parse_format("plan", optarg, &json)) {
+			format_given = true;
+			if (strcmp(optarg, "text") == 0) {
+				text = true;
+			} else if (!cli_parse_format("plan", optarg, &json)) {
 				return EXIT_USAGE;
 			}
 			break;
@@ -254,8 +259,19 @@ int cmd_plan(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* On a terminal, with no -o, --format or --export, a person reads
+	 * the summary; pipes and files get the document (issue 16 item 8). */
+	struct cli_plan_summary_input summary = {.plan = &plan, .scenario = &scenario, .path = path};
+	if (!format_given && !output && !export_format && isatty(1)) {
+		text = true;
+	}
 	if (export_format && !export_output) {
 		status = cli_export_map(&plan.decode.placement, &layers, export_format, output);
+	} else if (text) {
+		status = cli_write_text(output, cli_plan_summary, &summary);
+		if (status == EXIT_OK && export_format) {
+			status = cli_export_map(&plan.decode.placement, &layers, export_format, export_output);
+		}
 	} else {
 		status = cli_emit(doc, output, json);
 		if (status == EXIT_OK && export_format) {
