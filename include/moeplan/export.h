@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 #include "moeplan/doc.h"
-#include "moeplan/placement.h"
+#include "moeplan/map.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -21,7 +21,7 @@
 
 #include "moeplan/diag.h"
 #include "moeplan/model.h"
-#include "moeplan/placement.h"
+#include "moeplan/map.h"
 #include "moeplan/scenario.h"
 #include "moeplan/traffic.h"
 

@@ -19,6 +19,9 @@
  * (a bound with a dual certificate, and plans by diving). Each layer
  * records which happened in `method` and whether its bound was met in
  * `status`. Nodes: see enum mp_node_policy.
+ *
+ * The result, struct mp_placement, is plain data declared in moeplan/map.h;
+ * headers that only hold a placement include that header, not this one.
  */
 #ifndef MOEPLAN_PLACEMENT_H
 #define MOEPLAN_PLACEMENT_H
@@ -27,52 +30,17 @@
 #include <stdint.h>
 
 #include "moeplan/diag.h"
+#include "moeplan/map.h"
 #include "moeplan/traffic.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-enum mp_place_status {
-	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (within 1e-6 of the mean load) */
-	MP_PLACE_FEASIBLE,      /**< a valid plan; the search spent its work budget without closing the gap */
-	MP_PLACE_TIME_LIMIT,    /**< the wall-clock safety net (time_limit_s) stopped the search: the
-				     plan is valid and its bound holds, but it is the one case where
-				     the plan can depend on the machine's speed and load */
-};
-
-/** Name used in plans: "optimal", "feasible", "time_limit". */
-const char *mp_place_status_name(enum mp_place_status status);
-
 enum mp_split {
 	MP_SPLIT_EVEN = 0, /**< each replica carries w_e / r_e (vLLM, SGLang) */
 	MP_SPLIT_WEIGHTED, /**< replicas may carry unequal shares (weighted routing) */
 };
-
-/* What the node structure (mp_place_options.gpus_per_node) does to the
- * plan. Nodes are consecutive GPUs: node n holds GPUs n*P .. n*P+P-1 for P
- * GPUs per node. */
-enum mp_node_policy {
-	MP_NODES_REPORT = 0,    /**< node loads are reported; the placement ignores nodes */
-	MP_NODES_BALANCE,       /**< second objective: among plans with the same GPU loads, the
-				     busiest node as light as possible. GPUs are assigned to nodes
-				     (identical GPUs, so the busiest GPU does not change), then
-				     replicas are swapped between nodes while no GPU exceeds the
-				     busiest GPU's load. Load moves between nodes through replicas
-				     (an expert's replicas may sit on several nodes), unlike EPLB's
-				     hierarchical policy */
-	MP_NODES_GROUP_LIMITED, /**< every replica of a group's experts stays on one node, so a
-				     token routed to topk_groups groups reaches at most that many
-				     nodes (DeepSeek-V3's node-limited routing: 8 groups, top-4).
-				     Groups are n_groups blocks of E / n_groups consecutive experts
-				     (expert e in group e / (E / n_groups)); each node holds
-				     n_groups / nodes groups; every node's experts are placed on its
-				     GPUs by the solver. The bound is valid for every assignment of
-				     groups to nodes */
-};
-
-/** Name used in plans: "report", "balance", "group_limited". */
-const char *mp_node_policy_name(enum mp_node_policy policy);
 
 /* Every search is bounded by counted work (moves of the local search, GLPK
  * simplex iterations and branch-and-bound nodes), sized from the layer's
@@ -93,7 +61,8 @@ struct mp_place_options {
 				     number of nodes divides it; each node's GPUs must have at least
 				     as many slots as its experts, and at most that many per GPU */
 	bool verbose;           /**< let GLPK print its log to stderr */
-	double target_gap;      /**< stop when (max - bound) / bound <= this; default 0 */
+	double target_gap;      /**< stop a layer's search once its gap (map.h: (max_load -
+				     lower_bound) / max_load) is at most this; default 0 */
 	/** Optional progress callback, called from the calling thread after each
 	 * layer (layers_done of n_layers, worst relative gap so far). */
 	void (*progress)(void *user, uint32_t layers_done, uint32_t n_layers, double worst_gap);
@@ -102,48 +71,6 @@ struct mp_place_options {
 
 /** Fill defaults (see field comments). */
 void mp_place_options_init(struct mp_place_options *opts);
-
-/** One layer's result. Arrays are owned by the struct. */
-struct mp_layer_placement {
-	uint32_t *slot_expert; /**< [gpus * slots_per_gpu]: logical expert in each physical slot */
-	uint32_t *replicas;    /**< [n_experts]: r_e */
-	double *slot_load;     /**< [gpus * slots_per_gpu]: load carried by each slot */
-	double *gpu_load;      /**< [gpus] */
-	double max_load;       /**< busiest GPU */
-	double mean_load;      /**< sum w / G */
-	double lower_bound;    /**< proven: no placement has a busiest GPU below this */
-	double gap;            /**< (max_load - lower_bound) / max_load, 0 when max_load is 0 */
-	enum mp_place_status status;
-	const char *method;    /**< static string: how the plan and its bound were obtained */
-	double seconds;        /**< wall time spent on this layer */
-	double *node_load;     /**< [gpus / gpus_per_node] sum of each node's GPU loads, or NULL
-				    when no node structure was given (mp_place with gpus_per_node) */
-	double node_max_load;  /**< busiest node (0 without nodes) */
-	double node_mean_load; /**< sum w / nodes: a lower bound on the busiest node (0 without nodes) */
-};
-
-/** A placement of every layer. */
-struct mp_placement {
-	uint32_t n_layers;
-	uint32_t n_experts;
-	uint32_t gpus;
-	uint32_t slots_per_gpu;
-	uint32_t gpus_per_node; /**< 0 = no node structure; else layers carry node_load */
-	enum mp_node_policy node_policy; /**< as placed (mp_place_options.node_policy) */
-	uint32_t n_groups;      /**< expert groups kept within nodes (MP_NODES_GROUP_LIMITED), else 0 */
-	struct mp_layer_placement *layers; /**< [n_layers] */
-};
-
-void mp_placement_init(struct mp_placement *placement);
-
-/** Allocate n_layers empty layers with arrays sized for the shape.
- * Returns 0, MP_EINVAL (a size 0, too large, or slots < experts) or
- * MP_ENOMEM. */
-int mp_placement_alloc(struct mp_placement *placement, uint32_t n_layers,
-		       uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
-
-/** Free; accepts NULL. */
-void mp_placement_finish(struct mp_placement *placement);
 
 /** Place every layer of `loads` on `gpus` GPUs with `slots_per_gpu` slots
  * each. Requires gpus * slots_per_gpu >= n_experts (else MP_EINVAL with a

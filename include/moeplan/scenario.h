@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "moeplan/model.h"
-#include "moeplan/placement.h"
+#include "moeplan/map.h"
 #include "moeplan/traffic.h"
 
 #ifdef __cplusplus

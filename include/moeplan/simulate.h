@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #include "moeplan/diag.h"
-#include "moeplan/placement.h"
+#include "moeplan/map.h"
 #include "moeplan/traffic.h"
 
 #ifdef __cplusplus

@@ -289,8 +289,7 @@ int cmd_check(int argc, char **argv)
 			struct mp_layer_placement *lp = &eval.layers[l];
 			double lb = best.layers[l].lower_bound;
 			if (lb > lp->lower_bound && lb <= lp->max_load) {
-				lp->lower_bound = lb;
-				lp->gap = lp->max_load > 0 ? (lp->max_load - lb) / lp->max_load : 0;
+				mp_layer_placement_set_bound(lp, lb, lp->status);
 			}
 		}
 	}

@@ -202,78 +202,10 @@ double pl_replicas_greedy(const struct pl_prob *prob, uint32_t *r)
 	return top;
 }
 
-int pl_replicas_divisor(const struct pl_prob *prob, double delta, uint32_t *r)
-{
-	uint32_t *heap = malloc(sizeof(*heap) * prob->E);
-	if (!heap) {
-		return MP_ENOMEM;
-	}
-	apportion(prob->w, prob->E, prob->N, prob->G, delta, r, heap, NULL);
-	free(heap);
-	return 0;
-}
-
 void pl_replicas_eplb(const struct pl_prob *prob, uint32_t *r, uint32_t *heap, uint32_t *seq)
 {
 	apportion(prob->w, prob->E, prob->N, 0, 0.0, r, heap, seq);
 }
-
-/* a before b in the order: key descending (ascending when asc), then
- * index ascending: a total order, so the result is deterministic. */
-static bool before(const double *key, bool asc, uint32_t a, uint32_t b)
-{
-	if (key[a] > key[b]) {
-		return !asc;
-	}
-	if (key[a] < key[b]) {
-		return asc;
-	}
-	return a < b;
-}
-
-static void sift(uint32_t *idx, const double *key, bool asc, uint32_t i, uint32_t n)
-{
-	for (;;) {
-		uint32_t l = 2 * i + 1;
-		uint32_t m = i;
-		/* max-heap on "comes later" so that the heap sort ends in order */
-		if (l < n && before(key, asc, idx[m], idx[l])) {
-			m = l;
-		}
-		if (l + 1 < n && before(key, asc, idx[m], idx[l + 1])) {
-			m = l + 1;
-		}
-		if (m == i) {
-			return;
-		}
-		uint32_t t = idx[i];
-		idx[i] = idx[m];
-		idx[m] = t;
-		i = m;
-	}
-}
-
-void pl_sort_idx(uint32_t *idx, uint32_t n, const double *key, bool asc)
-{
-	for (uint32_t i = n / 2; i-- > 0;) {
-		sift(idx, key, asc, i, n);
-	}
-	for (uint32_t end = n; end-- > 1;) {
-		uint32_t t = idx[0];
-		idx[0] = idx[end];
-		idx[end] = t;
-		sift(idx, key, asc, 0, end);
-	}
-}
-
-void pl_sort_desc(uint32_t *idx, const double *key, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		idx[i] = i;
-	}
-	pl_sort_idx(idx, n, key, false);
-}
-
 double pl_bound_global(const struct pl_prob *prob, uint32_t *r_scratch, double *size_scratch)
 {
 	double lb = prob->mean;

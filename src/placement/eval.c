@@ -82,11 +82,9 @@ int mp_place_evaluate(const uint32_t *slot_expert, const double *w, uint32_t n_e
 	out->max_load = mx;
 	out->mean_load = sum / gpus;
 	double lb = mp_place_lower_bound(w, n_experts, gpus, slots_per_gpu);
-	out->lower_bound = lb < mx ? lb : mx;
-	out->gap = mx > 0 ? (mx - out->lower_bound) / mx : 0;
 	struct pl_prob prob;
 	pl_prob_init(&prob, w, n_experts, gpus, slots_per_gpu);
-	out->status = mx <= lb + prob.tol ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
+	mp_layer_placement_set_bound(out, lb, pl_status(mx, lb, prob.tol, false));
 	out->method = M_EVAL;
 	out->seconds = 0;
 	return 0;

@@ -36,16 +36,6 @@ static const char M_EPLB_HIER[] = "eplb greedy (deepseek eplb hierarchical polic
 /* Most k-subsets for the dynamic programme over quick bounds. */
 #define TOPO_DP_MAX_SETS 4096u
 
-const char *mp_node_policy_name(enum mp_node_policy policy)
-{
-	switch (policy) {
-	case MP_NODES_REPORT: return "report";
-	case MP_NODES_BALANCE: return "balance";
-	case MP_NODES_GROUP_LIMITED: return "group_limited";
-	}
-	return "unknown";
-}
-
 void pl_fill_nodes(struct mp_layer_placement *lp, const double *w, uint32_t E, uint32_t G,
 		   uint32_t P)
 {
@@ -691,10 +681,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	pl_prob_init(&prob, w, E, G, S);
 	out->max_load = mx;
 	out->mean_load = mean;
-	out->lower_bound = bound < mx ? bound : mx;
-	out->gap = mx > 0 ? (mx - out->lower_bound) / mx : 0;
-	out->status = timed_out ? MP_PLACE_TIME_LIMIT
-		      : mx <= bound + prob.tol ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
+	mp_layer_placement_set_bound(out, bound, pl_status(mx, bound, prob.tol, timed_out));
 	out->method = method;
 	out->seconds = pl_now() - t0;
 	rc = 0;

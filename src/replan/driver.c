@@ -2048,18 +2048,11 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
 			status = MP_PLACE_TIME_LIMIT;
 		}
 		struct mp_layer_placement *a = &res.after.layers[l];
-		a->lower_bound = bound;
-		a->gap = a->max_load > 0 ? (a->max_load - bound) / a->max_load : 0;
-		if (a->gap < 0) {
-			a->gap = 0;
-		}
-		a->status = status;
+		mp_layer_placement_set_bound(a, bound, status);
 		a->method = c.method;
 		struct mp_layer_placement *s = &res.scratch.layers[l];
-		s->lower_bound = raw.layers[l].lower_bound;
-		s->status = raw.layers[l].status;
+		mp_layer_placement_set_bound(s, raw.layers[l].lower_bound, raw.layers[l].status);
 		s->method = raw.layers[l].method;
-		s->gap = s->max_load > 0 ? (s->max_load - s->lower_bound) / s->max_load : 0;
 		*rl = (struct mp_replan_layer){
 			.max_before = res.before.layers[l].max_load,
 			.max_after = a->max_load,

@@ -1,0 +1,129 @@
+/* moeplan: the placement as data. A placement says, for every MoE layer,
+ * which logical expert each physical slot holds and what that plan costs:
+ * the load on every slot and GPU, the busiest GPU (max_load), a proven
+ * lower bound on it and the gap between the two. The solver
+ * (moeplan/placement.h) writes placements; the loaders, the simulator, the
+ * exporters and re-planning read them. Headers that only hold a map include
+ * this header, never the solver's.
+ *
+ * Terms: E logical experts, G GPUs with S slots each, N = G * S physical
+ * slots; slot p lives on GPU p / S. Loads are in the unit of the input
+ * (tokens routed to an expert, or any count proportional to its work).
+ *
+ * The gap, one definition everywhere (API, plans, README, `moeplan place
+ * --help`): gap = (max_load - lower_bound) / max_load, 0 when max_load is
+ * 0. It is the share of the busiest GPU's load that may be excess over the
+ * best possible plan, in [0, 1]; 0 with status optimal means proven.
+ */
+#ifndef MOEPLAN_MAP_H
+#define MOEPLAN_MAP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "moeplan/diag.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum mp_place_status {
+	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (within 1e-6 of the mean load) */
+	MP_PLACE_FEASIBLE,      /**< a valid plan; the search spent its work budget without closing the gap */
+	MP_PLACE_TIME_LIMIT,    /**< the wall-clock safety net (time_limit_s) stopped the search: the
+				     plan is valid and its bound holds, but it is the one case where
+				     the plan can depend on the machine's speed and load */
+};
+
+/** Name used in plans: "optimal", "feasible", "time_limit". */
+const char *mp_place_status_name(enum mp_place_status status);
+
+/* What the node structure (mp_place_options.gpus_per_node) does to the
+ * plan. Nodes are consecutive GPUs: node n holds GPUs n*P .. n*P+P-1 for P
+ * GPUs per node. */
+enum mp_node_policy {
+	MP_NODES_REPORT = 0,    /**< node loads are reported; the placement ignores nodes */
+	MP_NODES_BALANCE,       /**< second objective: among plans with the same GPU loads, the
+				     busiest node as light as possible. GPUs are assigned to nodes
+				     (identical GPUs, so the busiest GPU does not change), then
+				     replicas are swapped between nodes while no GPU exceeds the
+				     busiest GPU's load. Load moves between nodes through replicas
+				     (an expert's replicas may sit on several nodes), unlike EPLB's
+				     hierarchical policy */
+	MP_NODES_GROUP_LIMITED, /**< every replica of a group's experts stays on one node, so a
+				     token routed to topk_groups groups reaches at most that many
+				     nodes (DeepSeek-V3's node-limited routing: 8 groups, top-4).
+				     Groups are n_groups blocks of E / n_groups consecutive experts
+				     (expert e in group e / (E / n_groups)); each node holds
+				     n_groups / nodes groups; every node's experts are placed on its
+				     GPUs by the solver. The bound is valid for every assignment of
+				     groups to nodes */
+};
+
+/** Name used in plans: "report", "balance", "group_limited". */
+const char *mp_node_policy_name(enum mp_node_policy policy);
+
+/** One layer's result. Arrays are owned by the struct. */
+struct mp_layer_placement {
+	uint32_t *slot_expert; /**< [gpus * slots_per_gpu]: logical expert in each physical slot */
+	uint32_t *replicas;    /**< [n_experts]: r_e */
+	double *slot_load;     /**< [gpus * slots_per_gpu]: load carried by each slot */
+	double *gpu_load;      /**< [gpus] */
+	double max_load;       /**< busiest GPU */
+	double mean_load;      /**< sum w / G */
+	double lower_bound;    /**< proven: no placement has a busiest GPU below this */
+	double gap;            /**< (max_load - lower_bound) / max_load, 0 when max_load is 0: the
+				    share of the busiest GPU's load that may still be excess
+				    (written by mp_layer_placement_set_bound only) */
+	enum mp_place_status status;
+	const char *method;    /**< static string: how the plan and its bound were obtained */
+	double seconds;        /**< wall time spent on this layer */
+	double *node_load;     /**< [gpus / gpus_per_node] sum of each node's GPU loads, or NULL
+				    when no node structure was given (mp_place with gpus_per_node) */
+	double node_max_load;  /**< busiest node (0 without nodes) */
+	double node_mean_load; /**< sum w / nodes: a lower bound on the busiest node (0 without nodes) */
+};
+
+/** A placement of every layer. */
+struct mp_placement {
+	uint32_t n_layers;
+	uint32_t n_experts;
+	uint32_t gpus;
+	uint32_t slots_per_gpu;
+	uint32_t gpus_per_node; /**< 0 = no node structure; else layers carry node_load */
+	enum mp_node_policy node_policy; /**< as placed (mp_place_options.node_policy) */
+	uint32_t n_groups;      /**< expert groups kept within nodes (MP_NODES_GROUP_LIMITED), else 0 */
+	struct mp_layer_placement *layers; /**< [n_layers] */
+};
+
+void mp_placement_init(struct mp_placement *placement);
+
+/** True when the shape is one mp_placement_alloc accepts: 1 <= n_experts
+ * <= MP_MAX_EXPERTS, 1 <= gpus <= MP_MAX_GPUS, 1 <= slots_per_gpu <=
+ * MP_MAX_SLOTS_PER_GPU (moeplan/traffic.h), and n_experts <= gpus *
+ * slots_per_gpu <= UINT32_MAX / 2. */
+bool mp_placement_shape_ok(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
+
+/** Allocate n_layers empty layers with arrays sized for the shape.
+ * Returns 0, MP_EINVAL (a size 0, too large, or slots < experts) or
+ * MP_ENOMEM. */
+int mp_placement_alloc(struct mp_placement *placement, uint32_t n_layers,
+		       uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
+
+/** Free; accepts NULL. */
+void mp_placement_finish(struct mp_placement *placement);
+
+/** Record a layer's proven lower bound and the status its plan earns: the
+ * one place that writes lower_bound, gap and status (max_load must be set
+ * first). lower_bound = min(bound, max_load) (no plan is better than the
+ * one at hand, so a bound above it is that plan's load); gap = (max_load -
+ * lower_bound) / max_load, 0 when max_load is 0; status as given. bound
+ * in the unit of the loads; lp must not be NULL. */
+void mp_layer_placement_set_bound(struct mp_layer_placement *lp, double bound,
+				  enum mp_place_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,548 @@
+/* Placement: the per-layer pipeline (pl_solve_layer), stage by stage.
+ *
+ * Per layer: bound -> heuristic incumbent (never worse than EPLB) ->
+ * if the gap is open, enumerate the replica-count vectors whose bound is
+ * below the incumbent; when there are few and the layer is small, solve a
+ * GLPK packing MIP for each (with the incumbent as cutoff), which proves
+ * the optimum or spends its work budget; on a large layer pack each
+ * vector instead; if the gap is still above 0.5%, the configuration LP
+ * (config-lp.c) raises the bound and dives for a plan; otherwise
+ * report the heuristic honestly as feasible with its gap. Nodes are
+ * the driver's (place.c) and topology.c's business.
+ *
+ * Determinism: every stage is bounded by counted work sized from the
+ * layer's shape (local-search moves, iterated-local-search operations,
+ * enumerated vectors, GLPK simplex iterations and nodes), and the random
+ * stream of the iterated local search is seeded from the shape, so a
+ * layer's plan depends only on its loads, shape and options, not on the
+ * machine, its load or the number of threads. The wall-clock limit is a
+ * safety net; when it fires the layer says so (status time_limit).
+ */
+#include "placement/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest layer (slots) handed to the packing MIP: its model has N^2/2
+ * binaries, and with GLPK 5.0 it proves 16-slot layers in well under a
+ * second but 24-slot ones only sometimes within its work budget and
+ * 40-slot ones never (measured on Zipf loads); larger layers are left to
+ * the heuristic and reported with their gap. */
+#define PL_MIP_MAX_ITEMS 24u
+/* Most replica-count vectors enumerated for the bound / the MIPs. */
+#define PL_ENUM_MAX_LEAVES 20000u
+
+static const char M_ZERO[] = "all loads are zero";
+static const char M_BOUND[] = "heuristic, bound met";
+static const char M_ENUM[] = "heuristic, optimality proven by replica-count enumeration";
+static const char M_TARGET[] = "heuristic; glpk skipped: target gap met";
+static const char M_BIG[] = "heuristic; glpk skipped: layer too large for the mip";
+static const char M_ENUM_BIG[] =
+	"heuristic, bound by replica-count enumeration; glpk skipped: layer too large for the mip";
+static const char M_MIP_OPT[] = "glpk mip per replica-count vector, optimal";
+static const char M_MIP_BUDGET[] =
+	"glpk mip per replica-count vector; its work budget ran out before the proof";
+static const char M_MIP_TL[] = "glpk mip per replica-count vector, time limit";
+static const char M_MIP_ERR[] = "glpk mip per replica-count vector; glpk failed on some";
+static const char M_FIXED[] =
+	"glpk packing mip for the heuristic's replica counts; too many replica-count vectors to prove";
+static const char M_FIXED_BUDGET[] =
+	"glpk packing mip for the heuristic's replica counts; its work budget ran out";
+static const char M_FIXED_TL[] =
+	"glpk packing mip for the heuristic's replica counts, time limit";
+static const char M_HEUR_TL[] = "heuristic, time limit";
+static const char M_ENUM_TL[] = "heuristic; time limit in replica-count enumeration";
+static const char M_WEIGHTED[] = "weighted split: glpk lp over the even-split plan";
+static const char M_WEIGHTED_EVEN[] = "weighted split: even shares (glpk lp failed)";
+
+void mp_place_options_init(struct mp_place_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->time_limit_s = 60.0;
+	opts->effort = 1.0;
+	opts->threads = 0;
+	opts->split = MP_SPLIT_EVEN;
+	opts->gpus_per_node = 0;
+	opts->node_policy = MP_NODES_REPORT;
+	opts->n_groups = 0;
+	opts->verbose = false;
+	opts->target_gap = 0.0;
+	opts->progress = NULL;
+	opts->progress_user = NULL;
+}
+
+/* Write a finished even-split solution into the public layer. */
+static void fill_layer(const struct pl_prob *prob, const struct pl_sol *sol,
+		       struct mp_layer_placement *out)
+{
+	memcpy(out->slot_expert, sol->slot, sizeof(*sol->slot) * prob->N);
+	memcpy(out->replicas, sol->r, sizeof(*sol->r) * prob->E);
+	double mx = 0;
+	for (uint32_t g = 0; g < prob->G; g++) {
+		double l = 0;
+		for (uint32_t s = 0; s < prob->S; s++) {
+			uint32_t p = g * prob->S + s;
+			uint32_t e = sol->slot[p];
+			out->slot_load[p] = prob->w[e] / sol->r[e];
+			l += out->slot_load[p];
+		}
+		out->gpu_load[g] = l;
+		if (l > mx) {
+			mx = l;
+		}
+	}
+	out->max_load = mx;
+	out->mean_load = prob->mean;
+}
+
+/* The packing MIP for every enumerated replica-count vector, cheapest
+ * bound first; updates best. Returns the bound proven over the set and
+ * sets *limit / *error. */
+/* Slots packed (summed over tries) when packing the enumerated
+ * replica-count vectors of a large layer, times effort. */
+#define PL_PACK_SET_SLOTS 200000.0
+
+/* A large layer whose replica-count vectors that could beat the incumbent
+ * were all enumerated: pack each (lowest bound first, as many as the
+ * counted budget allows) by LPT and by balanced differencing, improve,
+ * and keep the best. The incumbent's counts come from a greedy rule; on
+ * layers with one expert far above the rest another vector often packs
+ * much better (a dominant expert with one replica fewer). */
+static void pack_set(const struct pl_prob *prob, const struct pl_rset *set, double effort,
+		     double deadline, struct pl_sol *best, struct pl_sol *cand, struct pl_work *work)
+{
+	uint32_t *order = malloc(sizeof(*order) * (set->count ? set->count : 1));
+	if (!order) {
+		return;
+	}
+	for (uint32_t i = 0; i < set->count; i++) {
+		order[i] = i;
+	}
+	pl_sort_idx(order, set->count, set->bound, true);
+	double budget = PL_PACK_SET_SLOTS * effort;
+	for (uint32_t i = 0; i < set->count && budget > 0; i++) {
+		const uint32_t *r = set->r + (size_t)order[i] * prob->E;
+		if (set->bound[order[i]] >= best->max - prob->tol || pl_timed_out(work, deadline)) {
+			break;
+		}
+		budget -= 2.0 * prob->N;
+		if (pl_pack_lpt(prob, r, cand, work)) {
+			pl_improve(prob, cand, work, deadline);
+			if (pl_sol_better(cand, best, prob, NULL)) {
+				pl_sol_copy(best, cand, prob);
+			}
+		}
+		if (pl_pack_bldm(prob, r, cand, work)) {
+			pl_improve(prob, cand, work, deadline);
+			if (pl_sol_better(cand, best, prob, NULL)) {
+				pl_sol_copy(best, cand, prob);
+			}
+		}
+	}
+	free(order);
+}
+
+static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
+			const struct mp_place_options *opts, double deadline, struct pl_sol *best,
+			struct pl_sol *cand, struct pl_work *work, bool *limit, bool *error)
+{
+	double minb = (double)INFINITY;
+	uint32_t *idx = malloc(sizeof(*idx) * set->count);
+	if (!idx) {
+		*error = true;
+		for (uint32_t k = 0; k < set->count; k++) {
+			if (set->bound[k] < minb) {
+				minb = set->bound[k];
+			}
+		}
+		return minb;
+	}
+	for (uint32_t k = 0; k < set->count; k++) {
+		idx[k] = k;
+	}
+	pl_sort_idx(idx, set->count, set->bound, true);
+	for (uint32_t q = 0; q < set->count; q++) {
+		uint32_t k = idx[q];
+		double br = set->bound[k];
+		const uint32_t *r = set->r + (size_t)k * prob->E;
+		if (br >= best->max - prob->tol) {
+			continue; /* cannot beat the incumbent */
+		}
+		if (*limit || pl_timed_out(work, deadline) || work->mip_work == 0) {
+			*limit = true;
+			if (br < minb) {
+				minb = br;
+			}
+			continue;
+		}
+		double bout = br;
+		enum pl_mip_result res = pl_mip_pack(prob, r, best->max - prob->tol, br, deadline,
+						     opts->verbose, cand, &bout, work);
+		switch (res) {
+		case PL_MIP_IMPROVED:
+			pl_sol_copy(best, cand, prob);
+			break;
+		case PL_MIP_IMPROVED_LIMIT:
+			pl_sol_copy(best, cand, prob);
+			*limit = true;
+			if (bout < minb) {
+				minb = bout;
+			}
+			break;
+		case PL_MIP_NONE:
+			break;
+		case PL_MIP_LIMIT:
+			*limit = true;
+			if (bout < minb) {
+				minb = bout;
+			}
+			break;
+		case PL_MIP_ERROR:
+			*error = true;
+			if (br < minb) {
+				minb = br;
+			}
+			break;
+		}
+	}
+	free(idx);
+	return minb;
+}
+
+/* Iterated local search effort per layer, in work->ops units (a few
+ * nanoseconds each): a short run always, a longer one while the gap is
+ * above PL_ILS_GAP; both at most PL_ILS_OPS_PER_SLOT2 per squared slot
+ * count, so that small layers (which the MIP proves) do not spend it. */
+#define PL_ILS_OPS 1000000u
+#define PL_ILS_MORE_OPS 30000000u
+#define PL_ILS_OPS_PER_SLOT2 5000u
+#define PL_ILS_GAP 1e-3
+
+/* GLPK work per layer (units of pl_mip_pack): PL_MIP_WORK_BASE plus
+ * PL_MIP_WORK_PER_SLOT2 per squared slot count (the packing MIP has N^2 / 2
+ * binaries). At about 0.1 ms a unit (internal.h) that is 3 to
+ * 5 s for a 24-slot layer whose MIP does not close; the mixtral traces
+ * and DeepSeek's EPLB example are proven with a fifth of it. */
+#define PL_MIP_WORK_BASE 20000u
+#define PL_MIP_WORK_PER_SLOT2 40u
+
+/* A budget scaled by the effort option (rounded down; at least 1). */
+static uint64_t scaled(double units, double effort)
+{
+	double v = floor(units * effort);
+	return v < 1 ? 1 : v > 1e18 ? (uint64_t)1e18 : (uint64_t)v;
+}
+
+static uint64_t mip_budget(const struct pl_prob *prob, double effort)
+{
+	double n = prob->N;
+	return scaled(PL_MIP_WORK_BASE + PL_MIP_WORK_PER_SLOT2 * n * n, effort);
+}
+
+static uint64_t ils_budget(const struct pl_prob *prob, double cap, double effort)
+{
+	double n = (double)PL_ILS_OPS_PER_SLOT2 * prob->N * prob->N;
+	return scaled(n < cap ? n : cap, effort);
+}
+
+/* One layer's search: the instance, the incumbent, its proven bound and
+ * what the stages did. A stage returns an MP_E* code (< 0) on failure,
+ * STAGE_DONE when the layer needs no further search, STAGE_NEXT when the
+ * next stage may still close the gap. */
+struct layer_search {
+	const struct mp_place_options *opts;
+	double deadline;
+	struct pl_prob prob;
+	struct pl_work work;
+	struct pl_sol best;        /* the incumbent */
+	struct pl_sol cand;        /* scratch solution */
+	struct pl_rset set;        /* enumerated replica-count vectors */
+	double lb;                 /* proven lower bound on the busiest GPU */
+	enum mp_place_status status;
+	const char *method;
+};
+
+enum { STAGE_DONE = 0, STAGE_NEXT = 1 };
+
+static double gap_of(const struct layer_search *ls)
+{
+	return (ls->best.max - ls->lb) / ls->best.max;
+}
+
+/* Stage 1: the global bound, the heuristic incumbent, the iterated local
+ * search and the threshold bound; stops when the bound or the target gap
+ * is met. */
+static int stage_heuristic(struct layer_search *ls)
+{
+	struct pl_prob *prob = &ls->prob;
+	struct pl_sol *best = &ls->best;
+	if (!(prob->sum > 0)) {
+		pl_replicas_greedy(prob, best->r);
+		if (!pl_pack_lpt(prob, best->r, best, &ls->work)) {
+			return MP_ELIMIT;
+		}
+		ls->status = MP_PLACE_OPTIMAL;
+		ls->method = M_ZERO;
+		return STAGE_DONE;
+	}
+	ls->lb = pl_bound_global(prob, best->r, ls->work.key);
+	int rc = pl_heuristic(prob, best, &ls->work, ls->deadline);
+	if (rc != 0) {
+		return rc;
+	}
+	if (ls->work.timed_out) {
+		return STAGE_DONE;
+	}
+	if (best->max <= ls->lb + prob->tol) {
+		ls->status = MP_PLACE_OPTIMAL;
+		ls->method = M_BOUND;
+		return STAGE_DONE;
+	}
+	double effort = ls->opts->effort;
+	rc = pl_ils(prob, best, &ls->work, ls->lb, ils_budget(prob, PL_ILS_OPS, effort),
+		    ls->deadline);
+	if (rc == 0 && gap_of(ls) > PL_ILS_GAP) {
+		rc = pl_ils(prob, best, &ls->work, ls->lb, ils_budget(prob, PL_ILS_MORE_OPS, effort),
+			    ls->deadline);
+	}
+	if (rc != 0) {
+		return rc;
+	}
+	if (best->max <= ls->lb + prob->tol) {
+		ls->status = MP_PLACE_OPTIMAL;
+		ls->method = M_BOUND;
+		return STAGE_DONE;
+	}
+	if (gap_of(ls) > PL_ILS_GAP && (double)prob->N * prob->E * prob->S < 5e7) {
+		double tb = pl_bound_threshold(prob, ls->lb, best->max);
+		if (tb > ls->lb) {
+			ls->lb = tb;
+		}
+		if (best->max <= ls->lb + prob->tol) {
+			ls->status = MP_PLACE_OPTIMAL;
+			ls->method = M_BOUND;
+			return STAGE_DONE;
+		}
+	}
+	if (gap_of(ls) <= ls->opts->target_gap) {
+		ls->method = M_TARGET;
+		return STAGE_DONE;
+	}
+	return STAGE_NEXT;
+}
+
+/* Stage 2b: every vector that could beat the incumbent was enumerated:
+ * none (the incumbent is optimal), pack each (large layers) or solve the
+ * packing MIP for each (small layers). */
+static void stage_vectors(struct layer_search *ls)
+{
+	struct pl_prob *prob = &ls->prob;
+	struct pl_sol *best = &ls->best;
+	const struct pl_rset *set = &ls->set;
+	if (set->count == 0) {
+		ls->lb = best->max;
+		ls->status = MP_PLACE_OPTIMAL;
+		ls->method = M_ENUM;
+		return;
+	}
+	if (prob->N > PL_MIP_MAX_ITEMS) {
+		pack_set(prob, set, ls->opts->effort, ls->deadline, best, &ls->cand, &ls->work);
+		double minb = (double)INFINITY;
+		for (uint32_t k = 0; k < set->count; k++) {
+			if (set->bound[k] < minb) {
+				minb = set->bound[k];
+			}
+		}
+		if (minb > ls->lb) {
+			ls->lb = minb;
+		}
+		ls->method = M_ENUM_BIG;
+		return;
+	}
+	bool limit = false;
+	bool error = false;
+	double minb = solve_set(prob, set, ls->opts, ls->deadline, best, &ls->cand, &ls->work,
+				&limit, &error);
+	double proven = minb < best->max ? minb : best->max;
+	if (proven > ls->lb) {
+		ls->lb = proven;
+	}
+	if (best->max <= ls->lb + prob->tol) {
+		ls->lb = best->max;
+		ls->status = MP_PLACE_OPTIMAL;
+		ls->method = M_MIP_OPT;
+	} else if (error) {
+		ls->method = M_MIP_ERR;
+	} else {
+		ls->method = ls->work.timed_out ? M_MIP_TL : M_MIP_BUDGET;
+	}
+}
+
+/* Stage 2c: too many replica-count vectors to prove anything: on a small
+ * layer, GLPK improves the packing of the incumbent's counts. */
+static int stage_fixed_counts(struct layer_search *ls)
+{
+	struct pl_prob *prob = &ls->prob;
+	struct pl_sol *best = &ls->best;
+	if (prob->N > PL_MIP_MAX_ITEMS) {
+		ls->method = M_BIG;
+		return 0;
+	}
+	double bout = 0;
+	double br = pl_bound_for_r(prob, best->r, &ls->work);
+	memcpy(ls->cand.r, best->r, sizeof(*best->r) * prob->E);
+	uint32_t *r = malloc(sizeof(*r) * prob->E);
+	if (!r) {
+		return MP_ENOMEM;
+	}
+	memcpy(r, best->r, sizeof(*r) * prob->E);
+	enum pl_mip_result res = pl_mip_pack(prob, r, best->max - prob->tol, br, ls->deadline,
+					     ls->opts->verbose, &ls->cand, &bout, &ls->work);
+	free(r);
+	if (res == PL_MIP_IMPROVED || res == PL_MIP_IMPROVED_LIMIT) {
+		pl_sol_copy(best, &ls->cand, prob);
+	}
+	if (res == PL_MIP_LIMIT || res == PL_MIP_IMPROVED_LIMIT) {
+		ls->method = ls->work.timed_out ? M_FIXED_TL : M_FIXED_BUDGET;
+	} else {
+		ls->method = M_FIXED;
+	}
+	return 0;
+}
+
+/* Stage 2: enumerate the replica-count vectors whose bound is below the
+ * incumbent, then stage 2b or 2c. */
+static int stage_enumerate(struct layer_search *ls)
+{
+	enum pl_enum_result er = pl_enumerate(&ls->prob, ls->best.max - ls->prob.tol,
+					      PL_ENUM_MAX_LEAVES, ls->deadline, &ls->work, &ls->set);
+	if (er == PL_ENUM_NOMEM) {
+		return MP_ENOMEM;
+	}
+	if (er == PL_ENUM_TIMEOUT) {
+		ls->method = M_ENUM_TL;
+		return 0;
+	}
+	if (er == PL_ENUM_DONE) {
+		stage_vectors(ls);
+		return 0;
+	}
+	return stage_fixed_counts(ls);
+}
+
+/* Stage 3: a layer too large for the packing MIP whose gap is still above
+ * 0.5%: the configuration LP (bound and plan); then, unless the plan is
+ * proven by the bound alone, lower the second busiest GPU without
+ * touching the max. */
+static int stage_close_gap(struct layer_search *ls)
+{
+	struct pl_prob *prob = &ls->prob;
+	if (ls->status != MP_PLACE_OPTIMAL && prob->N > PL_MIP_MAX_ITEMS && !ls->work.timed_out
+	    && ls->best.max > ls->lb * (1 + PL_GAP_GOAL) && gap_of(ls) > ls->opts->target_gap) {
+		const char *m = NULL;
+		int rc = pl_close_gap(prob, &ls->best, &ls->lb, ls->opts->effort, ls->opts->verbose,
+				      ls->deadline, &ls->work, &m);
+		if (rc != 0) {
+			return rc;
+		}
+		if (m) {
+			ls->method = m;
+		}
+	}
+	if (ls->status != MP_PLACE_OPTIMAL || ls->method == M_MIP_OPT) {
+		pl_improve(prob, &ls->best, &ls->work, ls->deadline);
+	}
+	return 0;
+}
+
+/* The weighted split's bound: any split of w_e among its replicas; no
+ * replica can carry less than w_e / min(G, N - E + 1) of its expert in the
+ * worst case, and the mean still holds; with N = E nothing can be split
+ * and the even split's bound (at most the plan's max) stands. */
+static double weighted_bound(const struct pl_prob *prob, double lb, double max_even)
+{
+	if (prob->N <= prob->E) {
+		return lb < max_even ? lb : max_even;
+	}
+	double lbw = prob->mean;
+	uint32_t rmax = prob->N - prob->E + 1;
+	if (rmax > prob->G) {
+		rmax = prob->G;
+	}
+	for (uint32_t e = 0; e < prob->E; e++) {
+		if (prob->w[e] / rmax > lbw) {
+			lbw = prob->w[e] / rmax;
+		}
+	}
+	return lbw;
+}
+
+/* The plan into out: loads, the weighted split's LP when asked, the bound
+ * and the status it earns, the method. */
+static void finish_layer(struct layer_search *ls, double t0, struct mp_layer_placement *out)
+{
+	struct pl_prob *prob = &ls->prob;
+	fill_layer(prob, &ls->best, out);
+	double bound = ls->lb;
+	const char *method = ls->method;
+	if (ls->opts->split == MP_SPLIT_WEIGHTED && prob->sum > 0) {
+		bound = weighted_bound(prob, ls->lb, out->max_load);
+		double mx = pl_lp_weighted(prob, ls->best.slot, ls->opts->verbose, out->slot_load,
+					   out->gpu_load);
+		if (mx >= 0) {
+			method = M_WEIGHTED;
+			out->max_load = mx;
+		} else {
+			method = M_WEIGHTED_EVEN;
+		}
+	}
+	/* With work.timed_out the safety net fired: the plan is valid and its
+	 * bound holds, but where the search stopped depended on the machine. */
+	enum mp_place_status status = pl_status(out->max_load, bound, prob->tol, ls->work.timed_out);
+	if (ls->work.timed_out && method != M_ENUM_TL && method != M_MIP_TL && method != M_FIXED_TL
+	    && method != M_WEIGHTED && method != M_WEIGHTED_EVEN) {
+		method = M_HEUR_TL;
+	}
+	mp_layer_placement_set_bound(out, bound, status);
+	out->method = method;
+	out->seconds = pl_now() - t0;
+}
+
+int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		   const struct mp_place_options *opts, double deadline,
+		   struct mp_layer_placement *out)
+{
+	double t0 = pl_now();
+	struct layer_search ls = {
+		.opts = opts,
+		.deadline = deadline,
+		.status = MP_PLACE_FEASIBLE,
+		.method = M_BIG,
+	};
+	int rc = 0;
+	pl_prob_init(&ls.prob, w, E, G, S);
+	if (pl_work_alloc(&ls.work, &ls.prob) != 0 || pl_sol_alloc(&ls.best, &ls.prob) != 0
+	    || pl_sol_alloc(&ls.cand, &ls.prob) != 0) {
+		rc = MP_ENOMEM;
+		goto out;
+	}
+	ls.work.mip_work = mip_budget(&ls.prob, opts->effort);
+	rc = stage_heuristic(&ls);
+	if (rc == STAGE_NEXT) {
+		rc = stage_enumerate(&ls);
+	}
+	if (rc == 0) {
+		rc = stage_close_gap(&ls);
+	}
+	if (rc == 0) {
+		finish_layer(&ls, t0, out);
+	}
+out:
+	pl_rset_free(&ls.set);
+	pl_sol_free(&ls.best);
+	pl_sol_free(&ls.cand);
+	pl_work_free(&ls.work);
+	return rc;
+}
+
