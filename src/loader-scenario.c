@@ -195,7 +195,7 @@ static const char *const scenario_keys[] = {
 };
 static const char *const search_keys[] = {
 	"gpus", "request_rate", "isl", "osl", "cached_fraction", "tpot", "ttft", "batches",
-	"grid_ratio", "chunk_unit", NULL,
+	"grid_ratio", "chunk_unit", "acceptance", NULL,
 };
 static const char *const phase_keys[] = {
 	"hardware", "gpus", "ep", "ep_min", "ep_max", "slots", "chunk_tokens",
@@ -410,6 +410,8 @@ static void parse_search(struct ld *ld, const yaml_node_t *node, struct mp_searc
 		    MAX_TIME_LIMIT_S, &out->tpot_s);
 	ld_get_real(ld, ld_get(ld, node, "ttft"), FIELD("ttft"), "seconds", 0.0, true,
 		    MAX_TIME_LIMIT_S, &out->ttft_s);
+	ld_get_real(ld, ld_get(ld, node, "acceptance"), FIELD("acceptance"), NULL, 0.0, false, 1.0,
+		    &out->acceptance);
 	static const char *const batches[] = {"geometric", "all", NULL};
 	int b = 0;
 	if (ld_get_enum(ld, ld_get(ld, node, "batches"), FIELD("batches"), batches, &b)) {

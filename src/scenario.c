@@ -31,6 +31,7 @@ void mp_scenario_init(struct mp_scenario *scenario)
 	phase_init(&scenario->decode);
 	/* The article: prefill uses "the smallest EP that HBM allows,
 	 * between 2 and 8". Decode is left open (the widest the GPUs allow). */
+	scenario->search.acceptance = -1;
 	scenario->prefill.ep_min = 2;
 	scenario->prefill.ep_max = 8;
 }

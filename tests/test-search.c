@@ -478,6 +478,41 @@ static void search__pools_for_a_budget(void **state)
 	assert_int_equal(mp_pools_size(&w, &r, &p), MP_EINVAL);
 }
 
+/* The pool arithmetic on DeepSeek's published day (tests/data/search/
+ * deepseek-day.md copies the figures from deepseek-ai/open-infra-index,
+ * day_6 inference system overview): prefill 73.7k input tokens/s per node of
+ * 8 H800, cache hits included, so P = 73,700 / 8 x (1 - 0.563) = 4,025.86
+ * uncached tokens/s per GPU; decode D = 14,800 / 8 = 1,850 output tokens/s
+ * per GPU; EP32 prefill and EP144 decode groups; 226.75 nodes = 1,814 GPUs;
+ * prompts and outputs in the day's ratio 608 : 168, isl 4,383, osl 1,211.
+ * Per request/s: prefill 4,383 x 0.437 / 4,025.86 = 0.47577 GPUs, decode
+ * 1,211 / 1,850 = 0.65459 GPUs. Continuous: 1,814 / 1.13036 = 1,604.8
+ * requests/s, prefill 763.5 GPUs = 42.1% (the published split: 42%).
+ * Whole groups: 7 decode groups (1,008 GPUs) carry 1,008 / 0.65459 =
+ * 1,539.9 requests/s, which needs 732.6 prefill GPUs = 23 groups (736);
+ * 8 decode groups (1,152) leave 662 GPUs = 20 prefill groups = 640 GPUs,
+ * 640 / 0.47577 = 1,345.2 requests/s, less. So 23 x EP32 + 7 x EP144 =
+ * 1,744 GPUs (70 spare), prefill share 736 / 1,744 = 42.2%. */
+static void search__pools_deepseek_day(void **state)
+{
+	(void)state;
+	struct mp_pool_workload w = {.isl = 4383, .osl = 1211, .cached_fraction = 0.563,
+				     .gpu_budget = 1814};
+	struct mp_pool_rates r = {.prefill_tokens_per_s_per_gpu = 73700.0 / 8 * (1 - 0.563),
+				  .prefill_unit_gpus = 32,
+				  .decode_tokens_per_s_per_gpu = 14800.0 / 8, .decode_unit_gpus = 144,
+				  .kv_bytes_per_request = 0, .link_bw_bytes_per_s = 50e9};
+	struct mp_pools p;
+	assert_int_equal(mp_pools_size(&w, &r, &p), 0);
+	assert_int_equal(p.prefill_units, 23);
+	assert_int_equal(p.decode_units, 7);
+	assert_int_equal(p.prefill_gpus, 736);
+	assert_int_equal(p.decode_gpus, 1008);
+	assert_int_equal(p.spare_gpus, 70);
+	assert_near(p.request_rate, 1539.88, 0.01);
+	assert_near(p.prefill_share, 736.0 / 1744, 1e-12);
+}
+
 /* Co-located, same workload; P = 1,000, D = 250 and 30 tokens/s per user
  * when decoding, EP8 units. A request costs 1,000/1,000 + 500/250 = 3
  * GPU-seconds.
@@ -665,6 +700,7 @@ int main(void)
 		cmocka_unit_test(search__ties_go_to_speed_per_user),
 		cmocka_unit_test(search__pools_for_a_rate),
 		cmocka_unit_test(search__pools_for_a_budget),
+		cmocka_unit_test(search__pools_deepseek_day),
 		cmocka_unit_test(search__colocated_by_hand),
 		cmocka_unit_test(search__scenario_block),
 		cmocka_unit_test(search__pictures),

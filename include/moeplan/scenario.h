@@ -74,6 +74,8 @@ struct mp_search_spec {
 	double cached_fraction;        /**< of prompt tokens served from a prefix cache, [0, 1) */
 	double tpot_s;                 /**< decode target: time per output token, seconds */
 	double ttft_s;                 /**< prefill target: time to first token, seconds */
+	double acceptance;             /**< decode: fraction of drafted tokens accepted, [0, 1]
+					    (step.h); < 0 = not given (0) */
 	bool all_batches;              /**< every batch from 1 to the HBM limit (default: a geometric
 					    grid) */
 	double grid_ratio;             /**< the geometric grid's ratio, > 1 (default 2^(1/8)) */

@@ -230,6 +230,18 @@ extern const struct cli_command_help cmd_fit_help;
 extern const struct cli_command_help cmd_step_help;
 extern const struct cli_command_help cmd_comm_help;
 int cmd_replan(int argc, char **argv);
+int cmd_search(int argc, char **argv);
+extern const struct cli_command_help cmd_search_help;
+/* search --svg / --report (search-report.c). */
+struct mp_deploy;
+struct mp_deploy_options;
+/** The Pareto front of one phase (decode, or prefill) as SVG; an exit status. */
+int cli_search_front(const char *path, const struct mp_deploy *d, const struct mp_scenario *sc,
+		     const struct mp_deploy_options *opts, bool decode);
+/** The Markdown report of a search with its pictures next to it
+ * (STEM-decode-front.svg, STEM-prefill-front.svg, STEM-pools.svg). */
+int cli_search_report(const char *path, const struct mp_deploy *d, const struct mp_scenario *sc,
+		      const struct mp_deploy_options *opts, const char *scenario_path);
 extern const struct cli_command_help cmd_replan_help;
 struct mp_placement;
 struct mp_model;

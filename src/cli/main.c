@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{"fit", "HBM per GPU: weights, KV cache, buffers; does a batch fit", cmd_fit, &cmd_fit_help},
 	{"step", "the whole serving step: every term, TPOT, TTFT, tokens/s per GPU and per user", cmd_step, &cmd_step_help},
 	{"comm", "dispatch/combine bytes per MoE layer on NVLink and network", cmd_comm, &cmd_comm_help},
+	{"search", "deployment search: Pareto front, prefill/decode pools, placement", cmd_search, &cmd_search_help},
 	{"replan", "re-plan a running placement for observed loads with few expert moves", cmd_replan, &cmd_replan_help},
 };
 
