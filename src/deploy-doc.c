@@ -94,6 +94,7 @@ static struct mp_doc *pools_doc(const struct mp_pools *p)
 	mp_doc_put_real(d, "kv_bytes_per_request", p->kv_bytes_per_request);
 	mp_doc_put_real(d, "kv_transfer_s", p->kv_transfer_s);
 	mp_doc_put_real(d, "kv_link_utilisation", p->kv_link_utilisation);
+	mp_doc_put_bool(d, "kv_link_bound", p->kv_link_bound);
 	return d;
 }
 

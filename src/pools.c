@@ -43,9 +43,11 @@ int mp_pools_size(const struct mp_pool_workload *w, const struct mp_pool_rates *
 		return MP_EINVAL;
 	}
 	const double uncached = w->isl * (1 - w->cached_fraction);
-	/* GPUs per request/s of each pool. */
-	const double gp = uncached / r->prefill_tokens_per_s_per_gpu;
-	const double gd = w->osl / r->decode_tokens_per_s_per_gpu;
+	/* GPUs per request/s of each pool: its arithmetic, or its NICs when
+	 * the KV cache leaving (prefill) or arriving (decode) needs more. */
+	const double gk = r->kv_bytes_per_request / r->link_bw_bytes_per_s;
+	const double gp = fmax(uncached / r->prefill_tokens_per_s_per_gpu, gk);
+	const double gd = fmax(w->osl / r->decode_tokens_per_s_per_gpu, gk);
 	const uint32_t up = r->prefill_unit_gpus, ud = r->decode_unit_gpus;
 	double lambda = w->request_rate;
 	if (w->gpu_budget) {
@@ -92,6 +94,7 @@ int mp_pools_size(const struct mp_pool_workload *w, const struct mp_pool_rates *
 	o.kv_transfer_s = r->kv_bytes_per_request / r->link_bw_bytes_per_s;
 	o.kv_link_utilisation =
 		lambda * r->kv_bytes_per_request / (o.prefill_gpus * r->link_bw_bytes_per_s);
+	o.kv_link_bound = gk > uncached / r->prefill_tokens_per_s_per_gpu;
 	*out = o;
 	return 0;
 }

@@ -21,6 +21,8 @@
 #include "moeplan/pools.h"
 #include "moeplan/search.h"
 
+#include <sys/stat.h>
+
 #define assert_near(a, b, tol) assert_near_at((a), (b), (tol), __FILE__, __LINE__)
 
 static void assert_near_at(double a, double b, double tol, const char *file, int line)
@@ -493,6 +495,35 @@ static void search__pools_for_a_budget(void **state)
  * 8 decode groups (1,152) leave 662 GPUs = 20 prefill groups = 640 GPUs,
  * 640 / 0.47577 = 1,345.2 requests/s, less. So 23 x EP32 + 7 x EP144 =
  * 1,744 GPUs (70 spare), prefill share 736 / 1,744 = 42.2%. */
+/* The KV cache can size a pool (same workload as above: the arithmetic
+ * needs 10 prefill and 20 decode GPUs for 10 requests/s). At 40 GB per
+ * request over 50 GB/s NICs: 0.8 GPU per request/s, 8 GPUs: below both,
+ * no change. At 200 GB: 4 GPUs per request/s, 40 GPUs: prefill 40 -> 10 units
+ * of 4, decode 40 -> 5 units of 8; the prefill NICs are then fully used
+ * (10 x 2e11 / (40 x 5e10) = 1). */
+static void search__pools_kv_link(void **state)
+{
+	(void)state;
+	struct mp_pool_workload w = {.isl = 2000, .osl = 500, .cached_fraction = 0.5,
+				     .request_rate = 10};
+	struct mp_pool_rates r = {.prefill_tokens_per_s_per_gpu = 1000, .prefill_unit_gpus = 4,
+				  .decode_tokens_per_s_per_gpu = 250, .decode_unit_gpus = 8,
+				  .kv_bytes_per_request = 4e10, .link_bw_bytes_per_s = 5e10};
+	struct mp_pools p;
+	assert_int_equal(mp_pools_size(&w, &r, &p), 0);
+	assert_int_equal(p.prefill_gpus, 12);
+	assert_int_equal(p.decode_gpus, 24);
+	assert_false(p.kv_link_bound);
+	r.kv_bytes_per_request = 2e11;
+	assert_int_equal(mp_pools_size(&w, &r, &p), 0);
+	assert_int_equal(p.prefill_units, 10);
+	assert_int_equal(p.prefill_gpus, 40);
+	assert_int_equal(p.decode_units, 5);
+	assert_int_equal(p.decode_gpus, 40);
+	assert_true(p.kv_link_bound);
+	assert_near(p.kv_link_utilisation, 1, 1e-12);
+}
+
 static void search__pools_deepseek_day(void **state)
 {
 	(void)state;
@@ -688,6 +719,106 @@ static void search__pictures(void **state)
 	free(svg);
 }
 
+/* ----------------------------------------------------------------- CLI */
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* The command end to end on a small scenario: the same bytes whatever the
+ * solver threads, every part of the result present, the pictures drawn. */
+static void search__cli(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/moeplan-search-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char a[4200], b[4200], svg[4200], md[4200], pic[4200];
+	snprintf(a, sizeof(a), "%s/a.json", dir);
+	snprintf(b, sizeof(b), "%s/b.json", dir);
+	snprintf(svg, sizeof(svg), "%s/front.svg", dir);
+	snprintf(md, sizeof(md), "%s/r.md", dir);
+	const char *scenario = src_path("tests/data/search/scenario.yaml");
+	struct cli_result r = cli_run("search", scenario, "--format", "json", "-o", a, "--threads", "1",
+				      "--svg", svg, "--report", md, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--format", "json", "-o", b, "--threads", "2", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *ta = cli_slurp(a), *tb = cli_slurp(b);
+	assert_non_null(ta);
+	assert_non_null(tb);
+	assert_string_equal(ta, tb);
+	static const char *const keys[] = {
+		"\"moeplan\": \"search/v1\"", "\"front\"", "\"chosen\"", "\"runner_up\"", "\"why\"",
+		"\"pools\"", "\"prefill_to_decode\"", "\"kv_transfer_s\"", "\"colocated\"",
+		"\"winner\"", "\"placement\"", "\"tokens_per_s_per_user\"", "\"ttft_s\"",
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!strstr(ta, keys[i])) {
+			fail_msg("missing %s", keys[i]);
+		}
+	}
+	free(ta);
+	free(tb);
+	char *t = cli_slurp(svg);
+	assert_non_null(t);
+	assert_true(svg_well_formed(t));
+	assert_non_null(svg_element(t, "chosen"));
+	assert_non_null(svg_element(t, "width-0"));
+	assert_non_null(strstr(t, "tokens/s per user (1 / TPOT)"));
+	free(t);
+	static const char *const pics[] = {"r-decode-front.svg", "r-prefill-front.svg", "r-pools.svg"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(pic, sizeof(pic), "%s/%s", dir, pics[i]);
+		assert_true(exists(pic));
+		t = cli_slurp(md);
+		assert_non_null(strstr(t, pics[i]));
+		free(t);
+		unlink(pic);
+	}
+	unlink(a);
+	unlink(b);
+	unlink(svg);
+	unlink(md);
+	rmdir(dir);
+}
+
+static void search__cli_errors(void **state)
+{
+	(void)state;
+	const char *scenario = src_path("tests/data/search/scenario.yaml");
+	struct cli_result r = cli_run("search", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--gpus", "8", "--request-rate", "1", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "either --gpus or --request-rate"));
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--batches", "some", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	/* A scenario without a search block and no budget or rate. */
+	r = cli_run("search", src_path("tests/data/scenario-inline.yaml"), NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "no GPU budget or request rate"));
+	cli_result_free(&r);
+	/* A TPOT nobody reaches: the result says so, exit 1. */
+	r = cli_run("search", scenario, "--no-placement", "--tpot", "0.1 ms", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "no configuration reaches 1e+04 tokens/s per user"));
+	cli_result_free(&r);
+	/* The scenario's workload, overridden on the command line. */
+	r = cli_run("search", scenario, "--no-placement", "--request-rate", "10", "--osl", "200",
+		    "--format", "yaml", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "request_rate: 10"));
+	assert_non_null(strstr(r.out, "osl: 200"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -700,10 +831,13 @@ int main(void)
 		cmocka_unit_test(search__ties_go_to_speed_per_user),
 		cmocka_unit_test(search__pools_for_a_rate),
 		cmocka_unit_test(search__pools_for_a_budget),
+		cmocka_unit_test(search__pools_kv_link),
 		cmocka_unit_test(search__pools_deepseek_day),
 		cmocka_unit_test(search__colocated_by_hand),
 		cmocka_unit_test(search__scenario_block),
 		cmocka_unit_test(search__pictures),
+		cmocka_unit_test(search__cli),
+		cmocka_unit_test(search__cli_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

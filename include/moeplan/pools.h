@@ -20,8 +20,12 @@
  *     left over are reported as spare.
  * The KV cache of a request's whole prompt (cached prefix included: the
  * decode GPU needs all of it) travels once from a prefill GPU to a decode
- * GPU over one scale-out NIC: kv_transfer_s = kv_bytes / bw; all requests
- * together load the prefill pool's NICs to lambda kv_bytes / (prefill GPUs bw).
+ * GPU over one scale-out NIC: kv_transfer_s = kv_bytes / bw. All requests
+ * together send lambda kv_bytes per second out of the prefill pool's NICs
+ * and into the decode pool's, so each pool also needs at least
+ * lambda kv_bytes / bw GPUs: in the equations above a pool's GPUs per
+ * request/s is max(its arithmetic's, kv_bytes / bw) (the transfer runs on
+ * the NIC while the GPU computes).
  *
  * Co-located: every GPU runs both phases with the same weights, so one
  * deployment unit u; a request costs isl (1 - c) / P + osl / D GPU-seconds
@@ -81,6 +85,8 @@ struct mp_pools {
 	double kv_bytes_per_request;
 	double kv_transfer_s;                   /**< kv_bytes / link bandwidth */
 	double kv_link_utilisation;             /**< request_rate kv_bytes / (prefill GPUs x bw) */
+	bool kv_link_bound;                     /**< the prefill pool is sized by its NICs, not its
+						     arithmetic */
 };
 
 /** Size the pools (file comment). Returns 0, MP_EINVAL (a length, rate or

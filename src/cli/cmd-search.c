@@ -58,8 +58,8 @@ static const struct cli_option_help search_help[] = {
 	{"GRID", "decode batches: geometric (default, ratio 2^(1/8)) or all (1 .. HBM limit)"},
 	{"FMT", "text (default), yaml or json"},
 	{"FILE", "write the result to FILE atomically ('-' = stdout, the default)"},
-	{"FILE", "draw the decode Pareto front (SVG) to FILE"},
-	{"FILE.md", "a Markdown report with both fronts and the pools bar next to it"},
+	{"FILE", "draw the decode Pareto front (SVG) to FILE (default: none)"},
+	{"FILE.md", "a Markdown report with both fronts and the pools bar next to it (default: none)"},
 	{NULL, "skip placement in the loop and the chosen widths' placements (factor 1)"},
 	{"SECONDS", "wall-clock safety limit of each placement run (default: the scenario's)"},
 	{"N", "solver threads (default: number of CPUs; results do not depend on it)"},
@@ -203,8 +203,9 @@ static int print_search(void *user, FILE *out)
 			p->requests_per_s_per_gpu, p->input_tokens_per_s_per_gpu,
 			p->output_tokens_per_s_per_gpu);
 		fprintf(out, "  KV cache per request %s, %.3g ms over one scale-out NIC; all transfers use "
-			"%.2g%% of the prefill pool's NIC bandwidth\n", kv, 1e3 * p->kv_transfer_s,
-			100 * p->kv_link_utilisation);
+			"%.1f%% of the prefill pool's NIC bandwidth%s\n", kv, 1e3 * p->kv_transfer_s,
+			100 * p->kv_link_utilisation,
+			p->kv_link_bound ? " (the NICs, not the arithmetic, size the prefill pool)" : "");
 	} else {
 		fprintf(out, "\npools: none (a phase has no configuration that meets its target, or the "
 			"budget holds less than one EP group of each)\n");
