@@ -1483,3 +1483,37 @@ int mp_load_map_experts(const char *path, const char *phase, uint32_t gpus, uint
 {
 	return load_map(path, phase, gpus, n_experts, distinct, out, diags);
 }
+
+int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_loads *out,
+			 struct mp_diags *diags)
+{
+	struct ld ld;
+	*top_k = 0;
+	int rc = ld_open(&ld, path, diags);
+	if (rc != 0) {
+		return rc;
+	}
+	const yaml_node_t *root = ld_root(&ld);
+	struct mp_loads tmp;
+	mp_loads_init(&tmp);
+	if (root->type == YAML_MAPPING_NODE && ld_has(&ld, root, "moeplan")) {
+		const yaml_node_t *model = ld_get(&ld, root, "model");
+		if (model && model->type == YAML_MAPPING_NODE) {
+			ld_get_u32(&ld, ld_get(&ld, model, "top_k"), "model.top_k", 1, MP_MAX_EXPERTS, top_k);
+		}
+		const yaml_node_t *loads = ld_get(&ld, root, "expert_loads");
+		if (loads && loads->type == YAML_SEQUENCE_NODE && loads->data.sequence.items.top !=
+								 loads->data.sequence.items.start) {
+			ld_parse_loads_array(&ld, loads, "expert_loads", &tmp);
+		}
+	}
+	rc = ld.status;
+	if (rc == 0) {
+		mp_loads_finish(out);
+		*out = tmp;
+	} else {
+		mp_loads_finish(&tmp);
+	}
+	ld_close(&ld);
+	return rc;
+}

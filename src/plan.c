@@ -418,6 +418,13 @@ struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenar
 	mp_doc_put_int(model, "top_k", sc->model.top_k);
 	mp_doc_put(doc, "model", model);
 	mp_doc_put_string(doc, "loads_source", plan->loads.source ? plan->loads.source : "");
+	/* The popularity the plan was made for, [layers][experts]: `simulate
+	 * --plan` routes it (issue 16 item 6). */
+	struct mp_doc *loads = mp_doc_list();
+	for (uint32_t l = 0; l < plan->loads.n_layers; l++) {
+		mp_doc_put(loads, NULL, mp_doc_reals(mp_loads_row(&plan->loads, l), plan->loads.n_experts));
+	}
+	mp_doc_put(doc, "expert_loads", loads);
 	mp_doc_put(doc, "prefill", phase_doc(&plan->prefill, &sc->prefill, plan->loads.layer_ids));
 	mp_doc_put(doc, "decode", phase_doc(&plan->decode, &sc->decode, plan->loads.layer_ids));
 	struct mp_doc *notes = mp_doc_list();

@@ -441,6 +441,61 @@ static void newuser__terminal_gets_a_summary(void **state)
 	cli_result_free(&r);
 }
 
+/* Item 6: `simulate --plan` takes the plan's top-k (no --top-k) and routes
+ * the plan's own traffic: on Mixtral with Zipf (s = 1) loads at EP8, one
+ * expert per GPU, the busiest/mean factor is that of the plan (the plan
+ * estimates it by its own Monte Carlo run: within 3%), far from uniform
+ * routing's ~1.2. */
+static void newuser__simulate_takes_what_the_plan_knows(void **state)
+{
+	(void)state;
+	char plan[64];
+	scratch(plan, sizeof(plan), "plan");
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/mixtral-zipf.yaml"), "-q",
+				      "--format", "json", "-o", plan, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *doc = cli_slurp(plan);
+	assert_non_null(doc);
+	double factor = phase_real(doc, "decode", "busiest_gpu_factor");
+	free(doc);
+	assert_true(factor > 2.0);
+	r = cli_run("simulate", "--plan", plan, "-r", "32", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal((int)json_real(r.out, "top_k", 0), 2);
+	assert_non_null(strstr(r.out, "\"popularity\": \"the plan's expert_loads\""));
+	double mean = json_real(r.out, "mean", 0);
+	assert_true(fabs(mean - factor) < 0.03 * factor);
+	cli_result_free(&r);
+	unlink(plan);
+}
+
+/* Item 6: without a plan, slots above the expert count are placed by the
+ * solver for the given popularity (uniform here): DeepSeek-V4.1-Flash at
+ * EP64 with 448 slots, 8 requests x 4 tokens: every GPU expects
+ * 8 x 4 x 6 = 192 visits (hand calculation); round-robin would give the
+ * GPUs holding the 64 doubled experts fewer. */
+static void newuser__simulate_places_redundant_slots(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("simulate", "-m", src_path("plans/models/deepseek-v4.1-flash.yaml"),
+				      "--ep", "64", "--slots", "448", "-r", "8", "-T", "4", "--format",
+				      "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"layout\": \"placed\""));
+	const char *v = strstr(r.out, "\"gpu_mean_visits\": [");
+	assert_non_null(v);
+	v = strchr(v, '[') + 1;
+	for (int g = 0; g < 64; g++) {
+		char *end = NULL;
+		double x = strtod(v, &end);
+		assert_true(end != v);
+		assert_true(fabs(x - 192.0) < 0.01 * 192.0);
+		v = end + 1;
+	}
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -457,6 +512,8 @@ int main(void)
 		cmocka_unit_test(newuser__csv_header_is_one_error),
 		cmocka_unit_test(newuser__zero_requests_and_repeats_refused),
 		cmocka_unit_test(newuser__terminal_gets_a_summary),
+		cmocka_unit_test(newuser__simulate_takes_what_the_plan_knows),
+		cmocka_unit_test(newuser__simulate_places_redundant_slots),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -93,6 +93,14 @@ int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
 int mp_load_map_experts(const char *path, const char *phase, uint32_t gpus, uint32_t n_experts,
 			bool distinct, struct mp_placement *out, struct mp_diags *diags);
 
+/** What a moeplan plan records about its traffic: the model's top_k
+ * (`model.top_k`) and the popularity it was planned for (`expert_loads`,
+ * [layers][experts]). Either may be absent (*top_k 0, out left empty),
+ * as in engine maps and bare placements. Returns 0, or MP_EINVAL when the
+ * file does not parse or a recorded value is invalid (reported). */
+int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_loads *out,
+			 struct mp_diags *diags);
+
 /** Parse a quantity with an optional unit into SI base units. kind is
  * "bytes" (B, kB, MB, GB, TB, PB = 1e3^n; KiB, MiB, GiB, TiB, PiB =
  * 1024^n), "bytes/s" (the same with "/s", and kbit/s .. Tbit/s = 1/8 of

@@ -34,7 +34,7 @@ static const struct option simulate_options[] = {
 };
 
 static const struct cli_option_help simulate_help[] = {
-	{"PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: round-robin)"},
+	{"PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: made from --ep and --slots)"},
 	{"PHASE", "phase of a full plan: decode (default), prefill"},
 	{"MODEL", "model file: experts and top-k (default: none)"},
 	{"N", "EP width; with --plan, GPUs of a bare map (required without --plan)"},
@@ -64,9 +64,12 @@ const struct cli_command_help cmd_simulate_help = {
 		"(uniformly among its replicas, or --prefer-local), and each sample records the\n"
 		"busiest GPU's visits over the mean (R x T x k). Sample s routes MoE layer\n"
 		"s mod layers. Reports the mean, p50, p99 and max of that factor, with the seed\n"
-		"and the number of samples. Without a plan, slot p of the S slots (S / N per\n"
-		"GPU) holds expert p mod E. Without --model, give --top-k (and --loads or --plan for the\n"
-		"expert count). Random numbers: xoshiro256** seeded by SplitMix64; results do\n"
+		"and the number of samples. With --plan, a moeplan plan's top-k and the\n"
+		"popularity it was planned for are used unless --top-k or --loads is given.\n"
+		"Without a plan, S slots on N GPUs: with no more slots than experts, slot p\n"
+		"holds expert p mod E; with more, the redundant replicas are placed by the\n"
+		"solver for the popularity, as plan does. Without --model or --plan, give\n"
+		"--top-k (and --loads for the expert count). Random numbers: xoshiro256** seeded by SplitMix64; results do\n"
 		"not depend on --threads.",
 	.options = simulate_options,
 	.help = simulate_help,
@@ -203,8 +206,8 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 	if (a->phase && !a->plan) {
 		return cli_usage("simulate", "--phase goes with --plan");
 	}
-	if (!a->model && !a->top_k) {
-		return cli_usage("simulate", "without --model, give --top-k K");
+	if (!a->model && !a->top_k && !a->plan) {
+		return cli_usage("simulate", "without --model or --plan, give --top-k K");
 	}
 	if (a->requests == 0) {
 		return cli_usage("simulate", "--requests R is required");
@@ -224,6 +227,7 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 }
 
 static struct mp_doc *report(const struct simulate_args *a, const struct mp_model *model,
+			     const char *layout, const char *popularity,
 			     const struct mp_simulate_result *res)
 {
 	struct mp_doc *root = mp_doc_map();
@@ -238,12 +242,12 @@ static struct mp_doc *report(const struct simulate_args *a, const struct mp_mode
 			mp_doc_put_string(sim, "phase", a->phase);
 		}
 	} else {
-		mp_doc_put_string(sim, "layout", "round_robin");
+		mp_doc_put_string(sim, "layout", layout);
 	}
 	if (model && model->name) {
 		mp_doc_put_string(sim, "model", model->name);
 	}
-	mp_doc_put_string(sim, "popularity", a->loads ? a->loads : "uniform");
+	mp_doc_put_string(sim, "popularity", popularity);
 	mp_doc_put_int(sim, "gpus", res->gpus);
 	mp_doc_put_int(sim, "slots_per_gpu", res->slots_per_gpu);
 	mp_doc_put_int(sim, "experts", res->n_experts);
@@ -270,6 +274,32 @@ static struct mp_doc *report(const struct simulate_args *a, const struct mp_mode
 	}
 	mp_doc_put(sim, "gpu_mean_visits", mp_doc_reals(res->gpu_mean_visits, res->gpus));
 	return root;
+}
+
+/* The placement `plan` would make at this width: mp_place on the given
+ * loads, or on uniform popularity (one layer; every layer is the same). */
+static int place_layout(const struct simulate_args *a, const struct mp_loads *loads,
+			uint32_t n_experts, uint32_t per_gpu, struct mp_placement *out,
+			struct mp_diags *diags)
+{
+	struct mp_loads uniform;
+	mp_loads_init(&uniform);
+	if (!loads) {
+		int rc = mp_loads_alloc(&uniform, 1, n_experts);
+		if (rc) {
+			return rc;
+		}
+		for (uint32_t e = 0; e < n_experts; e++) {
+			uniform.w[e] = 1.0;
+		}
+		loads = &uniform;
+	}
+	struct mp_place_options opts;
+	mp_place_options_init(&opts);
+	opts.threads = a->threads;
+	int rc = mp_place(loads, a->ep, per_gpu, &opts, out, diags);
+	mp_loads_finish(&uniform);
+	return rc;
 }
 
 int cmd_simulate(int argc, char **argv)
@@ -349,10 +379,50 @@ int cmd_simulate(int argc, char **argv)
 			     n_experts, a.model ? "model's" : "map's");
 		goto out;
 	}
+	const char *popularity = a.loads ? a.loads : "uniform";
+	uint32_t plan_top_k = 0;
+	if (a.plan) {
+		/* What the plan records: its top-k and the popularity it was
+		 * planned for (routed unless --loads says otherwise). */
+		struct mp_loads planned;
+		mp_loads_init(&planned);
+		failed = a.plan;
+		rc = mp_load_plan_traffic(a.plan, &plan_top_k, &planned, &diags);
+		if (rc) {
+			mp_loads_finish(&planned);
+			goto out;
+		}
+		failed = NULL;
+		if (!a.loads && planned.n_layers > 0) {
+			mp_loads_finish(&loads);
+			loads = planned;
+			a.loads = a.plan;
+			popularity = "the plan's expert_loads";
+		} else {
+			mp_loads_finish(&planned);
+		}
+	}
 	struct mp_simulate_options opts;
 	mp_simulate_options_init(&opts);
 	opts.tokens_per_gpu = a.requests * a.tokens_per_request;
-	opts.top_k = a.top_k ? a.top_k : model.top_k;
+	opts.top_k = a.top_k ? a.top_k : a.model ? model.top_k : plan_top_k;
+	if (opts.top_k == 0) {
+		status = cli_usage("simulate", "%s does not record top-k: give --top-k K or --model M",
+				   a.plan);
+		goto out;
+	}
+	/* No plan and more slots than experts: place the redundant replicas
+	 * with the solver for the given popularity (uniform without --loads),
+	 * as plan does; a round-robin layout would skew the loads by itself. */
+	const char *layout = "round_robin";
+	uint32_t per_gpu = a.plan || !a.ep ? 0 : a.slots ? a.slots / a.ep : (n_experts + a.ep - 1) / a.ep;
+	if (!a.plan && (uint64_t)per_gpu * a.ep > n_experts) {
+		rc = place_layout(&a, a.loads ? &loads : NULL, n_experts, per_gpu, &map, &diags);
+		if (rc) {
+			goto out;
+		}
+		layout = "placed";
+	}
 	opts.steps = a.steps;
 	opts.seed = a.seed;
 	opts.prefer_local = a.prefer_local;
@@ -360,11 +430,12 @@ int cmd_simulate(int argc, char **argv)
 	opts.gpus = a.ep;
 	opts.slots_per_gpu = a.slots ? a.slots / a.ep : 0;
 	opts.n_experts = n_experts;
-	rc = mp_simulate(a.plan ? &map : NULL, a.loads ? &loads : NULL, &opts, &res, &diags);
+	bool placed = strcmp(layout, "placed") == 0;
+	rc = mp_simulate(a.plan || placed ? &map : NULL, a.loads ? &loads : NULL, &opts, &res, &diags);
 	if (rc) {
 		goto out;
 	}
-	doc = report(&a, a.model ? &model : NULL, &res);
+	doc = report(&a, a.model ? &model : NULL, layout, popularity, &res);
 	status = cli_emit(doc, a.output, a.json);
 out:
 	cli_print_diags(&diags);
