@@ -215,6 +215,17 @@ void ld_parse_traffic(struct ld *ld, const yaml_node_t *node, const char *what,
 
 /** A list of lists of loads (or [windows][layers][experts], summed) into
  * out (allocated here). */
+/* torch.save archives (loader-torch.c): the first four bytes are a zip
+ * header. */
+bool ld_is_zip(const char *path);
+/* SGLang's expert-distribution dump (.pt): logical_count summed over its
+ * buffer, rows = hidden layers. Errors name the file. */
+int ld_torch_loads(const char *path, struct mp_loads *out, struct mp_diags *diags);
+/* A .pt map: physical_to_logical_map (or last_physical_to_logical_map),
+ * [rows][cols] ids 0..MP_MAX_EXPERTS-1 into a new array; *what = the key. */
+int ld_torch_map(const char *path, uint32_t **ids, uint32_t *rows, uint32_t *cols,
+		 const char **what, struct mp_diags *diags);
+
 void ld_parse_loads_array(struct ld *ld, const yaml_node_t *node, const char *what,
 			  struct mp_loads *out);
 

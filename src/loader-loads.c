@@ -827,6 +827,22 @@ static bool looks_like_csv(const char *path, const struct ld_text *text)
 
 int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags)
 {
+	if (ld_is_zip(path)) {
+		/* torch.save: SGLang's recorder dump, streamed (loader-torch.c) */
+		struct mp_loads tmp;
+		mp_loads_init(&tmp);
+		int rc = ld_torch_loads(path, &tmp, diags);
+		if (rc == 0 && !(tmp.path = strdup(path))) {
+			rc = MP_ENOMEM;
+		}
+		if (rc == 0) {
+			mp_loads_finish(out);
+			*out = tmp;
+		} else {
+			mp_loads_finish(&tmp);
+		}
+		return rc;
+	}
 	struct ld_text text = {0};
 	int rc = ld_read_text(path, &text, diags);
 	if (rc != 0) {
@@ -1005,6 +1021,15 @@ static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, 
 	}
 	ld_check_map_lenient(ld, root, "");
 	const yaml_node_t *placement = root;
+	if (!ld_has(ld, root, "physical_to_logical_map") &&
+	    ld_has(ld, root, "last_physical_to_logical_map")) {
+		/* SGLang's per-token recorder dump (expert_distribution.py
+		 * _DetailAccumulator.dump): the map in use when it was written */
+		m->ids = ld_require(ld, root, "", "last_physical_to_logical_map");
+		m->at = m->ids;
+		m->what = "last_physical_to_logical_map";
+		return;
+	}
 	if (ld_has(ld, root, "physical_to_logical_map")) {
 		m->ids = ld_require(ld, root, "", "physical_to_logical_map");
 		m->at = m->ids;
@@ -1342,6 +1367,110 @@ static void note_sparse_ids(struct ld *ld, const struct map_source *m, const uin
 		 n_experts - 1, next - 1, next);
 }
 
+/* A torch.save map (SGLang's --init-expert-location .pt, or the
+ * last_physical_to_logical_map of its per-token dump): the same rules as
+ * the JSON maps, reported without line:col (the file is binary), naming
+ * layer, GPU and slot; up to MAP_TORCH_PROBLEMS records. */
+#define MAP_TORCH_PROBLEMS 20
+
+static int torch_problem(const char *path, struct mp_diags *diags, unsigned *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int torch_problem(const char *path, struct mp_diags *diags, unsigned *n, const char *fmt, ...)
+{
+	if ((*n)++ < MAP_TORCH_PROBLEMS) {
+		char msg[400];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		mp_diags_add(diags, path, 0, 0, MP_EINVAL, "%s", msg);
+	}
+	return MP_EINVAL;
+}
+
+static int load_map_torch(const char *path, uint32_t gpus, uint32_t want_experts, bool distinct,
+			  struct mp_placement *out, struct mp_diags *diags)
+{
+	uint32_t *ids = NULL;
+	uint32_t rows = 0;
+	uint32_t slots = 0;
+	const char *what = NULL;
+	int rc = ld_torch_map(path, &ids, &rows, &slots, &what, diags);
+	if (rc != 0) {
+		return rc;
+	}
+	unsigned problems = 0;
+	if (gpus == 0) {
+		rc = torch_problem(path, diags, &problems, "%s: the file does not say how many GPUs the %u "
+				   "slots are on; give the GPU count", what, slots);
+	} else if (slots % gpus != 0 || slots / gpus > MP_MAX_SLOTS_PER_GPU) {
+		rc = torch_problem(path, diags, &problems, "%s: %u slots do not divide evenly over %u GPUs "
+				   "(at most %u per GPU)", what, slots, gpus, MP_MAX_SLOTS_PER_GPU);
+	}
+	uint32_t max_id = 0;
+	for (size_t i = 0; rc == 0 && i < (size_t)rows * slots; i++) {
+		max_id = ids[i] > max_id ? ids[i] : max_id;
+	}
+	const uint32_t per_gpu = gpus ? slots / gpus : 0;
+	if (rc == 0 && want_experts && max_id >= want_experts) {
+		for (size_t i = 0; i < (size_t)rows * slots; i++) {
+			if (ids[i] >= want_experts) {
+				rc = torch_problem(path, diags, &problems, "%s[%zu][%zu] (layer %zu, GPU %zu, slot "
+						   "%zu): expert %u is out of range (the model has %u experts, ids 0 "
+						   "to %u)", what, i / slots, i % slots, i / slots, (i % slots) / per_gpu,
+						   (i % slots) % per_gpu, ids[i], want_experts, want_experts - 1);
+			}
+		}
+	}
+	const uint32_t E = want_experts ? want_experts : max_id + 1;
+	uint32_t *where = rc == 0 ? malloc((size_t)E * sizeof(*where)) : NULL;
+	if (rc == 0 && !where) {
+		rc = MP_ENOMEM;
+	}
+	for (uint32_t l = 0; rc != MP_ENOMEM && where && l < rows; l++) {
+		const uint32_t *row = ids + (size_t)l * slots;
+		for (uint32_t e = 0; e < E; e++) {
+			where[e] = UINT32_MAX;
+		}
+		for (uint32_t p = 0; p < slots; p++) {
+			uint32_t e = row[p];
+			if (distinct && where[e] != UINT32_MAX && where[e] / per_gpu == p / per_gpu) {
+				rc = torch_problem(path, diags, &problems, "%s: layer %u, GPU %u: expert %u is in "
+						   "slots %u and %u (one GPU holds at most one replica)", what, l,
+						   p / per_gpu, e, where[e] % per_gpu, p % per_gpu);
+			}
+			where[e] = p;
+		}
+		for (uint32_t e = 0; e < E; e++) {
+			if (where[e] == UINT32_MAX) {
+				rc = torch_problem(path, diags, &problems, "%s: layer %u: expert %u has no slot "
+						   "(every expert needs one)", what, l, e);
+			}
+		}
+	}
+	free(where);
+	if (problems > MAP_TORCH_PROBLEMS) {
+		mp_diags_add(diags, path, 0, 0, MP_EINVAL, "... and %u more problems",
+			     problems - MAP_TORCH_PROBLEMS);
+	}
+	struct mp_placement tmp;
+	mp_placement_init(&tmp);
+	if (rc == 0) {
+		rc = mp_placement_alloc(&tmp, rows, E, gpus, per_gpu);
+	}
+	for (uint32_t l = 0; rc == 0 && l < rows; l++) {
+		memcpy(tmp.layers[l].slot_expert, ids + (size_t)l * slots, (size_t)slots * sizeof(uint32_t));
+	}
+	if (rc == 0) {
+		mp_placement_finish(out);
+		*out = tmp;
+		mp_placement_init(&tmp);
+	}
+	mp_placement_finish(&tmp);
+	free(ids);
+	return rc;
+}
+
 static int load_map(const char *path, const char *phase, uint32_t gpus, uint32_t want_experts,
 		    bool distinct, struct mp_placement *out, struct mp_diags *diags)
 {
@@ -1352,6 +1481,9 @@ static int load_map(const char *path, const char *phase, uint32_t gpus, uint32_t
 	if (phase && strcmp(phase, "decode") != 0 && strcmp(phase, "prefill") != 0) {
 		return mp_diags_add(diags, path, 0, 0, MP_EINVAL,
 				    "unknown phase '%s' (expected decode or prefill)", phase);
+	}
+	if (ld_is_zip(path)) {
+		return load_map_torch(path, gpus, want_experts, distinct, out, diags);
 	}
 	int rc = ld_open(&ld, path, diags);
 	struct map_source m = {0};
