@@ -38,6 +38,11 @@ static double number_at(struct ld *ld, const yaml_node_t *map, const char *key)
 int mp_replan_read_plan_info(const char *path, const char *phase,
 			     struct mp_replan_plan_info *out, struct mp_diags *diags)
 {
+	if (ld_is_zip(path)) {
+		/* SGLang's torch.save map (.pt): the engine's rows, nothing else */
+		*out = (struct mp_replan_plan_info){.kind = MP_REPLAN_SOURCE_SGLANG};
+		return 0;
+	}
 	struct ld ld;
 	int rc = ld_open(&ld, path, diags);
 	if (rc) {

@@ -48,10 +48,13 @@ const struct cli_command_help cmd_check_help = {
 	.description =
 		"Verifies a placement: a moeplan plan or placement, SGLang's or vLLM's\n"
 		"physical_to_logical_map, or a bare [layers][slots] list. Every logical expert must\n"
-		"have a slot, ids must be in range, every GPU holds the same number of slots and no\n"
-		"GPU holds one expert twice; each problem is reported with its layer, GPU and slot,\n"
-		"and the exit status is 1. With --loads, prints per layer the load of every GPU\n"
-		"(each replica taking an equal share), max and mean load, balancedness (mean/max),\n"
+		"have a slot, ids must be in range and every GPU holds the same number of slots;\n"
+		"each problem is reported with its layer, GPU and slot, and the exit status is 1.\n"
+		"Two replicas of one expert on one GPU (as the engines' balancers may place them)\n"
+		"are a warning naming layer, GPU and slot, and the map is scored as it stands.\n"
+		"With --loads, prints per layer the load of every GPU\n"
+		"(each replica taking an equal share, as vLLM dispatches; for layers with duplicate\n"
+		"replicas also SGLang's static dispatch), max and mean load, balancedness (mean/max),\n"
 		"the lower bound on the busiest GPU for any placement (proven by a short run of\n"
 		"the placement solver, which also gives best_max_load, the best plan it found)\n"
 		"and the gap to it.",
@@ -154,6 +157,104 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	return 0;
 }
 
+/* Slots of layer l that repeat an expert already on the same GPU. */
+static uint32_t layer_duplicates(const struct mp_placement *map, uint32_t l)
+{
+	const uint32_t S = map->slots_per_gpu;
+	const uint32_t *m = map->layers[l].slot_expert;
+	uint32_t n = 0;
+	for (uint32_t p = 0; p < map->gpus * S; p++) {
+		for (uint32_t q = p - p % S; q < p; q++) {
+			if (m[q] == m[p]) {
+				n++;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
+#define CHECK_MAX_WARNINGS 20
+
+static void warn_duplicates(const char *path, const struct mp_placement *map)
+{
+	const uint32_t S = map->slots_per_gpu;
+	uint64_t n = 0;
+	for (uint32_t l = 0; l < map->n_layers; l++) {
+		const uint32_t *m = map->layers[l].slot_expert;
+		for (uint32_t p = 0; p < map->gpus * S; p++) {
+			for (uint32_t q = p - p % S; q < p; q++) {
+				if (m[q] != m[p]) {
+					continue;
+				}
+				if (n++ < CHECK_MAX_WARNINGS && !cli_quiet) {
+					fprintf(stderr, "%s: warning: layer %u, GPU %u, slot %u: expert %u again "
+						"(also in slot %u): two replicas on one GPU, as the engines' "
+						"balancers may place them; scored as it stands\n", path, l, p / S,
+						p % S, m[p], q % S);
+				}
+				break;
+			}
+		}
+	}
+	if (n > CHECK_MAX_WARNINGS && !cli_quiet) {
+		fprintf(stderr, "%s: warning: ... and %llu more duplicate replicas\n", path,
+			(unsigned long long)(n - CHECK_MAX_WARNINGS));
+	}
+}
+
+/* Each GPU's expected load under SGLang's static dispatch with equal
+ * traffic from every rank (sgl-project/sglang
+ * python/sglang/srt/eplb/expert_location.py,
+ * compute_logical_to_rank_dispatch_physical_map): a rank with a replica of
+ * expert e on its own GPU sends its tokens for e there; every other rank
+ * sends all of its tokens for e to one replica drawn evenly
+ * (_fair_choices). So GPU g, holding k_g of e's r replicas, gets
+ * w_e / G (if k_g > 0) + (G - n_e) w_e / G * k_g / r_e, n_e the GPUs
+ * holding e. Without duplicates this is w_e / r_e per replica, the even
+ * split; with them the GPU holding two replicas gets less than 2 w_e / r_e.
+ * gpu[G] is filled; returns the busiest. */
+static double sglang_static_loads(const struct mp_placement *map, uint32_t l, const double *w,
+				  double *gpu)
+{
+	const uint32_t G = map->gpus;
+	const uint32_t S = map->slots_per_gpu;
+	const uint32_t *m = map->layers[l].slot_expert;
+	uint32_t *r = calloc(map->n_experts, sizeof(*r));
+	uint32_t *n = calloc(map->n_experts, sizeof(*n));
+	double max = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		gpu[g] = 0;
+	}
+	if (!r || !n) {
+		free(r);
+		free(n);
+		return 0;
+	}
+	for (uint32_t p = 0; p < G * S; p++) {
+		r[m[p]]++;
+		bool first_on_gpu = true;
+		for (uint32_t q = p - p % S; q < p; q++) {
+			first_on_gpu &= m[q] != m[p];
+		}
+		n[m[p]] += first_on_gpu;
+	}
+	for (uint32_t p = 0; p < G * S; p++) {
+		const uint32_t e = m[p];
+		bool first_on_gpu = true;
+		for (uint32_t q = p - p % S; q < p; q++) {
+			first_on_gpu &= m[q] != e;
+		}
+		gpu[p / S] += (first_on_gpu ? w[e] / G : 0) + (double)(G - n[e]) * w[e] / G / r[e];
+	}
+	for (uint32_t g = 0; g < G; g++) {
+		max = gpu[g] > max ? gpu[g] : max;
+	}
+	free(r);
+	free(n);
+	return max;
+}
+
 static struct mp_doc *report(const struct mp_placement *map, const struct mp_loads *loads,
 			     const struct mp_placement *eval, const struct mp_placement *best)
 {
@@ -183,6 +284,19 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 			mp_doc_put_real(ld, "gap", lp->gap);
 			mp_doc_put_real(ld, "best_max_load", best->layers[l].max_load);
 			mp_doc_put_string(ld, "best_status", mp_place_status_name(best->layers[l].status));
+			uint32_t dups = layer_duplicates(map, l);
+			if (dups > 0) {
+				double *g = calloc(map->gpus, sizeof(*g));
+				mp_doc_put_int(ld, "duplicates", dups);
+				mp_doc_put_string(ld, "lower_bound_note", "the mean load: the solver's bounds "
+						  "assume at most one replica of an expert per GPU");
+				if (g) {
+					double mx = sglang_static_loads(map, l, mp_loads_row(loads, l), g);
+					mp_doc_put(ld, "gpu_load_sglang_static", mp_doc_reals(g, map->gpus));
+					mp_doc_put_real(ld, "max_load_sglang_static", mx);
+				}
+				free(g);
+			}
 			worst_gap = lp->gap > worst_gap ? lp->gap : worst_gap;
 			worst_bal = bal < worst_bal ? bal : worst_bal;
 		} else {
@@ -194,6 +308,9 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 			}
 			mp_doc_put(ld, "replicas", r ? mp_doc_uints(r, map->n_experts) : NULL);
 			free(r);
+			if (layer_duplicates(map, l) > 0) {
+				mp_doc_put_int(ld, "duplicates", layer_duplicates(map, l));
+			}
 		}
 		mp_doc_put(layers, NULL, ld);
 	}
@@ -226,7 +343,8 @@ int cmd_check(int argc, char **argv)
 	mp_diags_init(&diags);
 	int exit_code = EXIT_INPUT;
 	/* Every problem in the map at once: ids out of range, experts with no
-	 * slot, an expert twice on a GPU (capped, "... and N more"). */
+	 * slot (capped, "... and N more"); an expert twice on a GPU is a
+	 * warning below. */
 	if (a.model) {
 		struct mp_model model;
 		mp_model_init(&model);
@@ -241,7 +359,7 @@ int cmd_check(int argc, char **argv)
 			goto out;
 		}
 	}
-	rc = mp_load_map_experts(a.plan, a.phase, a.gpus, a.experts, true, &map, &diags);
+	rc = mp_load_map_experts(a.plan, a.phase, a.gpus, a.experts, false, &map, &diags);
 	if (rc != 0) {
 		cli_print_diags(&diags);
 		if (diags.count == 0) {
@@ -249,6 +367,9 @@ int cmd_check(int argc, char **argv)
 		}
 		goto out;
 	}
+	/* Engines' balancers may put two replicas of an expert on one GPU
+	 * (both engines accept it): scored as it stands, with a warning. */
+	warn_duplicates(a.plan, &map);
 	if (a.loads) {
 		rc = mp_load_loads(a.loads, &loads, &diags);
 		if (rc != 0) {
@@ -288,6 +409,13 @@ int cmd_check(int argc, char **argv)
 		for (uint32_t l = 0; l < map.n_layers; l++) {
 			struct mp_layer_placement *lp = &eval.layers[l];
 			double lb = best.layers[l].lower_bound;
+			if (layer_duplicates(&map, l) > 0) {
+				/* the solver's bounds assume one replica per GPU; with
+				 * two, only the mean is a bound for certain */
+				lp->lower_bound = lp->mean_load;
+				lp->gap = lp->max_load > 0 ? (lp->max_load - lp->mean_load) / lp->max_load : 0;
+				continue;
+			}
 			if (lb > lp->lower_bound && lb <= lp->max_load) {
 				mp_layer_placement_set_bound(lp, lb, lp->status);
 			}

@@ -19,7 +19,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -Dc_args="-fsanitize=fuzzer-no-link -fno-sanitize-recover=undefined"
 fi
 targets=""
-for t in model hardware scenario traffic loads map quantity; do
+for t in model hardware scenario traffic loads map quantity torch; do
   targets="$targets tests/fuzz/fuzz-$t"
 done
 # shellcheck disable=SC2086

@@ -36,6 +36,8 @@ int fuzz_scenario(const uint8_t *data, size_t size);
 int fuzz_traffic(const uint8_t *data, size_t size);
 /* The first byte picks the file name's extension (.csv, .json, .yaml or
  * none, which makes the loader sniff the content); the rest is the file. */
+/* torch.save archives: first byte bit 0 = map (else loads), bits 1-2 = GPUs. */
+int fuzz_torch(const uint8_t *data, size_t size);
 int fuzz_loads(const uint8_t *data, size_t size);
 /* The first byte picks the phase (none, decode, prefill) and the GPU
  * count passed (0 = "the file says", 1, 2, 8); the rest is the file. */

@@ -29,6 +29,7 @@ static const struct target targets[] = {
 	{"loads", fuzz_loads},
 	{"map", fuzz_map},
 	{"quantity", fuzz_quantity},
+	{"torch", fuzz_torch},
 };
 
 static const size_t n_targets = sizeof(targets) / sizeof(targets[0]);

@@ -12,7 +12,7 @@
 set -uo pipefail
 src="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$1"; secs="$2"; work="$3"; shift 3
-targets="${*:-model hardware scenario traffic loads map quantity}"
+targets="${*:-model hardware scenario traffic loads map quantity torch}"
 for t in $targets; do
   d="$work/$t"
   mkdir -p "$d/new" "$d/artifacts" "$d/merged" "$d/tmp"

@@ -129,6 +129,11 @@ def main():
                   topk_ids_of_layer=torch.zeros((NUM_LAYERS, 3, 8), dtype=torch.int32),
                   misc_objects=[], global_physical_count=gpc[0].clone())
     torch.save(dict(records=[record], last_physical_to_logical_map=phys), "detail-dump.pt")
+    # files moeplan must refuse, each for a stated reason
+    torch.save({"logical_count": torch.zeros((2, 3), dtype=torch.float16)}, "bad-half.pt")
+    torch.save({"logical_count": logical_count, "extra": {1, 2}}, "bad-set.pt")
+    torch.save({"logical_count": -logical_count}, "bad-negative.pt")
+    torch.save({"logical_count": logical_count[:, :, ::2]}, "bad-strided.pt")
     print("duplicates (layer, gpu):", dups)
 
 

@@ -1,0 +1,264 @@
+/* Engine-made files read as they are (tests/data/engines, made by SGLang's
+ * own calls; see its README): SGLang's torch.save recorder dump and maps,
+ * the round trip dump -> place/replan -> export -> SGLang's rules, and
+ * maps with two replicas of one expert on a GPU scored by check. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli-run.h"
+#include "moeplan/loader.h"
+#include "sglang-check.h"
+
+#define DIR "tests/data/engines/"
+
+/* The dump's logical_count summed over its buffer equals what torch summed
+ * (stat-dump.expected.csv, written by the generator with torch); rows are
+ * hidden layers 0..4. */
+static void engines__stat_dump_reads_as_torch_sums(void **state)
+{
+	(void)state;
+	struct mp_loads pt, csv;
+	mp_loads_init(&pt);
+	mp_loads_init(&csv);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_loads(src_path(DIR "stat-dump.pt"), &pt, &d), 0);
+	assert_int_equal(mp_load_loads(src_path(DIR "stat-dump.expected.csv"), &csv, &d), 0);
+	assert_int_equal(pt.n_layers, 5);
+	assert_int_equal(pt.n_experts, 16);
+	assert_int_equal(pt.hidden_layers, 5);
+	assert_non_null(pt.layer_ids);
+	assert_non_null(csv.layer_ids);
+	for (uint32_t l = 0; l < 5; l++) {
+		assert_int_equal(pt.layer_ids[l], l);
+		assert_int_equal(csv.layer_ids[l], l);
+	}
+	assert_memory_equal(pt.w, csv.w, 5 * 16 * sizeof(double));
+	for (uint32_t e = 0; e < 16; e++) {
+		assert_true(pt.w[e] == 0.0); /* the dense layer */
+	}
+	mp_loads_finish(&pt);
+	mp_loads_finish(&csv);
+	mp_diags_finish(&d);
+}
+
+/* map-eplb.pt (torch.save), map-eplb.json (json.dump) and the per-token
+ * dump's last_physical_to_logical_map are one map; the strict reader
+ * refuses its duplicates, naming layer and GPU. */
+static void engines__maps_pt_json_and_detail_agree(void **state)
+{
+	(void)state;
+	const char *files[] = {DIR "map-eplb.pt", DIR "map-eplb.json", DIR "detail-dump.pt"};
+	struct mp_placement m[3];
+	struct mp_diags d;
+	mp_diags_init(&d);
+	for (int i = 0; i < 3; i++) {
+		mp_placement_init(&m[i]);
+		int rc = mp_load_map(src_path(files[i]), NULL, 4, &m[i], &d);
+		for (size_t k = 0; k < d.count; k++) {
+			mp_diag_print(&d.items[k], stderr);
+		}
+		assert_int_equal(rc, 0);
+		assert_int_equal(m[i].n_layers, 5);
+		assert_int_equal(m[i].gpus, 4);
+		assert_int_equal(m[i].slots_per_gpu, 5);
+		assert_int_equal(m[i].n_experts, 16);
+	}
+	for (uint32_t l = 0; l < 5; l++) {
+		assert_memory_equal(m[0].layers[l].slot_expert, m[1].layers[l].slot_expert, 20 * sizeof(uint32_t));
+		assert_memory_equal(m[0].layers[l].slot_expert, m[2].layers[l].slot_expert, 20 * sizeof(uint32_t));
+	}
+	/* layer 0 is init_trivial's p % 16 */
+	for (uint32_t p = 0; p < 20; p++) {
+		assert_int_equal(m[0].layers[0].slot_expert[p], p % 16);
+	}
+	struct mp_placement strict;
+	mp_placement_init(&strict);
+	assert_int_equal(mp_load_map_strict(src_path(DIR "map-eplb.pt"), NULL, 4, &strict, &d), MP_EINVAL);
+	bool named = false;
+	for (size_t k = 0; k < d.count; k++) {
+		named |= strstr(d.items[k].message, "layer 1, GPU 0: expert 0 is in slots 0 and 1") != NULL;
+	}
+	assert_true(named);
+	for (int i = 0; i < 3; i++) {
+		mp_placement_finish(&m[i]);
+	}
+	mp_placement_finish(&strict);
+	mp_diags_finish(&d);
+}
+
+/* Files a reader must refuse, each with its reason and nothing filled. */
+static void engines__pt_refusals(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		const char *why;
+	} cases[] = {
+		{DIR "bad-half.pt", "torch.HalfStorage"},
+		{DIR "bad-set.pt", "set; only plain tensors"},
+		{DIR "bad-negative.pt", "counts must be from 0"},
+		{DIR "bad-strided.pt", "is not contiguous"},
+		{DIR "map-eplb.pt", "this is an engine's expert map"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mp_loads l;
+		mp_loads_init(&l);
+		struct mp_diags d;
+		mp_diags_init(&d);
+		assert_int_equal(mp_load_loads(src_path(cases[i].file), &l, &d), MP_EINVAL);
+		assert_true(d.count >= 1);
+		if (!strstr(d.items[0].message, cases[i].why)) {
+			fail_msg("%s: '%s'", cases[i].file, d.items[0].message);
+		}
+		assert_null(l.w);
+		mp_diags_finish(&d);
+	}
+	/* a truncated archive */
+	char *all = NULL;
+	FILE *f = fopen(src_path(DIR "stat-dump.pt"), "rb");
+	assert_non_null(f);
+	all = malloc(4096);
+	size_t n = fread(all, 1, 4096, f);
+	fclose(f);
+	char path[] = "/tmp/test-engines-XXXXXX.pt";
+	int fd = mkstemps(path, 3);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, all, n / 2), (ssize_t)(n / 2));
+	close(fd);
+	free(all);
+	struct mp_loads l;
+	mp_loads_init(&l);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_loads(path, &l, &d), MP_EINVAL);
+	assert_non_null(strstr(d.items[0].message, "not a readable torch.save archive"));
+	mp_diags_finish(&d);
+	unlink(path);
+}
+
+/* The round trip: SGLang's dump -> place (and replan of SGLang's own map)
+ * -> --export sglang -> SGLang's rules (sglang-check.h): 5 rows, 20 wide,
+ * ids in range, every expert present, a .json name. */
+static void engines__round_trip_passes_sglang_rules(void **state)
+{
+	(void)state;
+	char out[64];
+	snprintf(out, sizeof(out), "/tmp/test-engines-%d.json", (int)getpid());
+	struct cli_result r = cli_run("place", src_path(DIR "stat-dump.pt"), "--gpus", "4", "--slots", "20",
+				      "--export", "sglang", "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "--tp-size 4 --ep-size 4 --ep-num-redundant-experts 4"));
+	cli_result_free(&r);
+	char *text = cli_slurp(out);
+	struct sglang_map m = {0};
+	const char *why = sglang_accepts(out, text, 5, 16, 4, 4, &m);
+	if (why) {
+		fail_msg("place export: %s", why);
+	}
+	sglang_map_free(&m);
+	free(text);
+	/* replan the engine's map (with its duplicates) on its own dump */
+	r = cli_run("replan", "--plan", src_path(DIR "map-eplb.pt"), "--gpus", "4", "--loads",
+		    src_path(DIR "stat-dump.pt"), "--export", "sglang", "-o", out, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	text = cli_slurp(out);
+	why = sglang_accepts(out, text, 5, 16, 4, 4, &m);
+	if (why) {
+		fail_msg("replan export: %s", why);
+	}
+	sglang_map_free(&m);
+	free(text);
+	/* with the model's numbering: layer 0 dense gets the identity */
+	char model[64];
+	snprintf(model, sizeof(model), "/tmp/test-engines-%d.yaml", (int)getpid());
+	FILE *f = fopen(model, "w");
+	fputs("name: tiny\nhidden_size: 64\nmoe_layers: 4\ndense_layers: 1\nrouted_experts: 16\n"
+	      "top_k: 2\nexpert_intermediate_size: 32\ndense_weight_bytes: 1000\nkv_bytes_per_token: 10\n", f);
+	fclose(f);
+	r = cli_run("place", src_path(DIR "stat-dump.pt"), "--gpus", "4", "--slots", "20", "--model", model,
+		    "--export", "sglang", "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "5 rows, one per hidden layer (4 MoE"));
+	cli_result_free(&r);
+	text = cli_slurp(out);
+	assert_null(sglang_accepts(out, text, 5, 16, 4, 4, &m));
+	for (uint32_t p = 0; p < 20; p++) {
+		assert_int_equal(m.v[p], p % 16);
+	}
+	sglang_map_free(&m);
+	free(text);
+	unlink(model);
+	unlink(out);
+}
+
+/* check scores the engine's map with its duplicates: a warning per
+ * duplicate naming layer, GPU and slot, exit 0; simulate takes it too. */
+static void engines__check_scores_duplicates(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("check", src_path(DIR "map-eplb.pt"), "--gpus", "4", "--loads",
+				      src_path(DIR "stat-dump.pt"), "-t", "1", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "warning: layer 1, GPU 0, slot 1: expert 0 again (also in slot 0)"));
+	assert_non_null(strstr(r.err, "warning: layer 3, GPU 3, slot 1: expert 2 again (also in slot 0)"));
+	assert_non_null(strstr(r.out, "duplicates: 1"));
+	cli_result_free(&r);
+	r = cli_run("simulate", "--plan", src_path(DIR "map-eplb.pt"), "--ep", "4", "--loads",
+		    src_path(DIR "stat-dump.pt"), "--top-k", "2", "--requests", "8", "--steps", "200", "-q",
+		    NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+}
+
+/* SGLang's static dispatch by hand. 4 GPUs x 2 slots, experts 0..5;
+ * expert 0 (load 12) in GPU 0 slots 0 and 1 and GPU 1 slot 0; the others
+ * (load 1 each) once. Even split (vLLM): GPU 0 = 2 x 12/3 = 8, GPU 1 =
+ * 4 + 1 = 5, GPUs 2, 3 = 2. Static (compute_logical_to_rank_dispatch_
+ * physical_map, equal traffic per rank): ranks 0 and 1 keep their 12/4 = 3
+ * at home; ranks 2 and 3 (6 tokens) spread evenly over the 3 replicas, 2
+ * each: GPU 0 = 3 + 4 = 7, GPU 1 = 3 + 2 + 1 = 6, GPUs 2, 3 = 2. */
+static void engines__check_static_dispatch_by_hand(void **state)
+{
+	(void)state;
+	char map[64];
+	char loads[64];
+	snprintf(map, sizeof(map), "/tmp/test-engines-map-%d.json", (int)getpid());
+	snprintf(loads, sizeof(loads), "/tmp/test-engines-loads-%d.csv", (int)getpid());
+	FILE *f = fopen(map, "w");
+	fputs("{\"physical_to_logical_map\": [[0, 0, 0, 1, 2, 3, 4, 5]]}\n", f);
+	fclose(f);
+	f = fopen(loads, "w");
+	fputs("12,1,1,1,1,1\n", f);
+	fclose(f);
+	struct cli_result r = cli_run("check", map, "--gpus", "4", "--loads", loads, "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"gpu_load\": [8, 5, 2, 2]"));
+	assert_non_null(strstr(r.out, "\"gpu_load_sglang_static\": [7, 6, 2, 2]"));
+	assert_non_null(strstr(r.out, "\"max_load_sglang_static\": 7"));
+	cli_result_free(&r);
+	unlink(map);
+	unlink(loads);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(engines__stat_dump_reads_as_torch_sums),
+		cmocka_unit_test(engines__maps_pt_json_and_detail_agree),
+		cmocka_unit_test(engines__pt_refusals),
+		cmocka_unit_test(engines__round_trip_passes_sglang_rules),
+		cmocka_unit_test(engines__check_scores_duplicates),
+		cmocka_unit_test(engines__check_static_dispatch_by_hand),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
