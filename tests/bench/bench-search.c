@@ -23,6 +23,13 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int run(const struct mp_scenario *sc, const char *label, bool all, bool placement)
 {
 	struct mp_deploy_options opts;
@@ -36,15 +43,15 @@ static int run(const struct mp_scenario *sc, const char *label, bool all, bool p
 	mp_deploy_init(&d);
 	struct mp_diags diags;
 	mp_diags_init(&diags);
-	double t0 = now_s();
+	double t0 = now_s(), c0 = cpu_s();
 	int rc = mp_deploy_search(sc, &opts, &d, &diags);
-	double t = now_s() - t0;
+	double t = now_s() - t0, c = cpu_s() - c0;
 	if (rc) {
 		fprintf(stderr, "%s: search failed: %s\n", label, mp_strerror(rc));
 	} else {
-		printf("%-44s %8.2f s (search %.2f s, chosen placements %.2f s)  configurations %7zu + %7zu + %7zu  placements in the loop %zu + %zu  "
+		printf("%-42s wall %6.2f s, CPU %6.2f s (search %.2f s, chosen placements %.2f s)  configurations %7zu + %7zu + %7zu  placements in the loop %zu + %zu  "
 		       "decode EP%u prefill EP%u\n",
-		       label, t, d.search_seconds, d.placement_seconds, d.prefill.evaluated, d.decode.evaluated, d.colocated.evaluated,
+		       label, t, c, d.search_seconds, d.placement_seconds, d.prefill.evaluated, d.decode.evaluated, d.colocated.evaluated,
 		       d.prefill.placements, d.decode.placements,
 		       d.decode.has_choice ? d.decode.points[d.decode.chosen].cfg.ep : 0,
 		       d.prefill.has_choice ? d.prefill.points[d.prefill.chosen].cfg.ep : 0);
