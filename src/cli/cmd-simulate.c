@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "moeplan/loader.h"
+#include "moeplan/placement.h"
 #include "moeplan/simulate.h"
 
 /* No short options for these: -n is --gpus-per-node and -S --split in
