@@ -1621,6 +1621,9 @@ int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_loads *out
 {
 	struct ld ld;
 	*top_k = 0;
+	if (ld_is_zip(path)) {
+		return 0; /* an engine's torch.save map records no traffic */
+	}
 	int rc = ld_open(&ld, path, diags);
 	if (rc != 0) {
 		return rc;
