@@ -387,13 +387,16 @@ int cmd_simulate(int argc, char **argv)
 		 * planned for (routed unless --loads says otherwise). */
 		struct mp_loads planned;
 		mp_loads_init(&planned);
-		failed = a.plan;
-		rc = mp_load_plan_traffic(a.plan, &plan_top_k, &planned, &diags);
-		if (rc) {
+		/* A map that is not a moeplan plan (a torch .pt, an engine's
+		 * JSON) records neither: its diagnostics are not the user's. */
+		struct mp_diags quiet;
+		mp_diags_init(&quiet);
+		if (mp_load_plan_traffic(a.plan, &plan_top_k, &planned, &quiet) != 0) {
+			plan_top_k = 0;
 			mp_loads_finish(&planned);
-			goto out;
+			mp_loads_init(&planned);
 		}
-		failed = NULL;
+		mp_diags_finish(&quiet);
 		if (!a.loads && planned.n_layers > 0) {
 			mp_loads_finish(&loads);
 			loads = planned;
