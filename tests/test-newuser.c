@@ -496,6 +496,45 @@ static void newuser__simulate_places_redundant_slots(void **state)
 	cli_result_free(&r);
 }
 
+/* Item 4: outputs are byte-identical under the default limits (counted
+ * work budgets); when the wall-clock safety limit fires (forced here with
+ * 1 ms per layer on Switch's 128 experts at EP16), stderr says so and the
+ * output carries wall_clock_limit with the layers it stopped. */
+static void newuser__wall_clock_limit_is_reported(void **state)
+{
+	(void)state;
+	char plan[64];
+	scratch(plan, sizeof(plan), "sw");
+	const char *trace = src_path("plans/traces/switch128_bookcorpus.csv");
+	struct cli_result r = cli_run("place", trace, "--gpus", "16", "--slots", "144", "-q", "-o", plan,
+				      NULL);
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.err, "wall-clock limit"));
+	cli_result_free(&r);
+	const char *later = src_path("plans/traces/switch128_bookcorpus.winB.csv");
+	struct cli_result a = cli_run("replan", "--plan", plan, "--loads", later, "--pareto", "-q", NULL);
+	struct cli_result b = cli_run("replan", "--plan", plan, "--loads", later, "--pareto", "-q", NULL);
+	assert_int_equal(a.status, 0);
+	assert_string_equal(a.out, b.out);
+	assert_null(strstr(a.out, "wall_clock_limit"));
+	assert_null(strstr(a.err, "wall-clock limit"));
+	cli_result_free(&a);
+	cli_result_free(&b);
+	r = cli_run("replan", "--plan", plan, "--loads", later, "--pareto", "-q", "--time-limit", "0.001",
+		    NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "moeplan replan: warning: the wall-clock limit (0.001 s per layer) fired on"));
+	assert_non_null(strstr(r.out, "wall_clock_limit:"));
+	assert_non_null(strstr(r.out, "depends on the machine's speed and load"));
+	cli_result_free(&r);
+	r = cli_run("place", trace, "--gpus", "16", "--slots", "144", "-q", "--time-limit", "0.001", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "status: time_limit"));
+	assert_non_null(strstr(r.err, "moeplan place: warning: the wall-clock limit"));
+	cli_result_free(&r);
+	unlink(plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +553,7 @@ int main(void)
 		cmocka_unit_test(newuser__terminal_gets_a_summary),
 		cmocka_unit_test(newuser__simulate_takes_what_the_plan_knows),
 		cmocka_unit_test(newuser__simulate_places_redundant_slots),
+		cmocka_unit_test(newuser__wall_clock_limit_is_reported),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

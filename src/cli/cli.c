@@ -1,6 +1,7 @@
 /* Helpers shared by the subcommands: help, usage errors, option values,
  * diagnostics and output. */
 #include "cli.h"
+#include "moeplan/placement.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -225,4 +226,38 @@ int cli_check_outputs(const char *const *outputs, size_t n_outputs)
 		}
 	}
 	return EXIT_OK;
+}
+
+uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const *maps, size_t n,
+			       double limit_s, struct mp_doc *doc)
+{
+	uint32_t layers = 0, total = 0;
+	for (size_t i = 0; i < n; i++) {
+		total = maps[i] && maps[i]->n_layers > total ? maps[i]->n_layers : total;
+	}
+	for (uint32_t l = 0; l < total; l++) {
+		bool fired = false;
+		for (size_t i = 0; i < n; i++) {
+			fired |= maps[i] && l < maps[i]->n_layers &&
+				 maps[i]->layers[l].status == MP_PLACE_TIME_LIMIT;
+		}
+		layers += fired;
+	}
+	if (layers == 0) {
+		return 0;
+	}
+	static const char note[] = "the wall-clock safety limit stopped the search: this output depends "
+				   "on the machine's speed and load; a larger --time-limit gives "
+				   "byte-identical output";
+	fprintf(stderr, "moeplan %s: warning: the wall-clock limit (%g s per layer) fired on %u of %u "
+		"layer%s: this output depends on the machine's speed and load; a larger --time-limit "
+		"gives byte-identical output\n", cmd, limit_s, layers, total, total == 1 ? "" : "s");
+	if (doc) {
+		struct mp_doc *w = mp_doc_map();
+		mp_doc_put_int(w, "layers", layers);
+		mp_doc_put_real(w, "limit_s", limit_s);
+		mp_doc_put_string(w, "note", note);
+		mp_doc_put(doc, "wall_clock_limit", w);
+	}
+	return layers;
 }

@@ -67,6 +67,16 @@ void cli_print_diags(const struct mp_diags *diags);
 /** Print an error about a file without position: "moeplan: path: message". */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+struct mp_placement;
+/** Issue 16 item 4: searches are bounded by counted work, so outputs are
+ * byte-identical on any machine, except when the wall-clock safety limit
+ * fires. Count the layers of the n maps whose status is time_limit (a
+ * layer counts once); when any, print a warning on stderr (even with -q)
+ * and, when doc is a map, add `wall_clock_limit: {layers, limit_s, note}`
+ * to it. Returns the count. */
+uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const *maps, size_t n,
+			       double limit_s, struct mp_doc *doc);
+
 /** Parse option values; on failure print a usage error naming the option
  * and the allowed range, return false. */
 bool cli_parse_u32(const char *cmd, const char *opt, const char *text,

@@ -328,6 +328,8 @@ int cmd_place(int argc, char **argv)
 		exit_code = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;
 		goto out;
 	}
+	cli_report_time_limit("place", (const struct mp_placement *const[]){&pl}, 1,
+			      a.opts.time_limit_s, NULL);
 	doc = mp_placement_to_doc(&pl, loads.layer_ids);
 	if (!doc || mp_doc_failed(doc)) {
 		cli_error("%s", mp_strerror(MP_ENOMEM));

@@ -247,6 +247,10 @@ int cmd_plan(int argc, char **argv)
 		}
 	}
 	doc = mp_plan_to_doc(&plan, &scenario);
+	cli_report_time_limit("plan", (const struct mp_placement *const[]){&plan.prefill.placement,
+									 &plan.decode.placement},
+			      2, opts.place.time_limit_s > 0 ? opts.place.time_limit_s : scenario.time_limit_s,
+			      doc);
 	if (export_format) {
 		/* rows named by the loads (or the model's MoE layers in order) */
 		int lr = plan.loads.layer_ids

@@ -716,6 +716,8 @@ int cmd_replan(int argc, char **argv)
 	if (a.pareto) {
 		doc = mp_doc_map();
 		mp_doc_put(doc, "pareto", mp_replan_pareto_doc(&r, NULL));
+		cli_report_time_limit("replan", (const struct mp_placement *const[]){&r.after, &r.scratch},
+				      2, a.opts.time_limit_s, doc);
 		if (!cli_quiet) {
 			print_pareto(rep, &r);
 		}
@@ -749,6 +751,9 @@ int cmd_replan(int argc, char **argv)
 		if (rc) {
 			goto out;
 		}
+		cli_report_time_limit("replan", (const struct mp_placement *const[]){&r.after, &r.scratch},
+				      2, a.opts.time_limit_s, info.kind == MP_REPLAN_SOURCE_SGLANG ||
+				      info.kind == MP_REPLAN_SOURCE_VLLM ? NULL : doc);
 		/* engine maps stay JSON: SGLang reads .json */
 		bool engine = info.kind == MP_REPLAN_SOURCE_SGLANG || info.kind == MP_REPLAN_SOURCE_VLLM;
 		status = cli_emit(doc, a.output, a.json || engine);
