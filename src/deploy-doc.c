@@ -142,6 +142,7 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 	if (dep->has_colocated) {
 		mp_doc_put(doc, "colocated", colocated_doc(dep));
 	}
+	mp_doc_put_int(doc, "loop_placements_time_limited", (int64_t)dep->loop_time_limits);
 	mp_doc_put_string(doc, "winner", dep->colocated_wins ? "colocated"
 					 : dep->has_pools    ? "disaggregated"
 							     : "none");

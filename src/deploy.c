@@ -69,6 +69,7 @@ struct ctx {
 	const struct mp_loads *loads;
 	uint32_t factor_steps;
 	const struct mp_place_options *place;
+	size_t *time_limits;   /* in-loop placements stopped by the wall-clock limit */
 };
 
 static int step_input(const struct ctx *c, const struct mp_search_config *cfg,
@@ -215,6 +216,12 @@ static int cb_factor(void *user, const struct mp_search_config *cfg, double *out
 	 * most the spread left at MAX_FACTOR_TOKENS. */
 	tokens = fmin(tokens, MAX_FACTOR_TOKENS);
 	uint32_t t = tokens > 1 ? (uint32_t)lround(tokens) : 1;
+	for (uint32_t l = 0; rc == 0 && l < placement.n_layers; l++) {
+		if (placement.layers[l].status == MP_PLACE_TIME_LIMIT) {
+			(*c->time_limits)++;
+			break;
+		}
+	}
 	if (rc == 0) {
 		rc = mp_simulate_factor(&placement, &sample, t, c->model->top_k, c->factor_steps, 1, out);
 	}
@@ -313,13 +320,15 @@ static bool options_ok(const struct mp_deploy_options *o)
 /* One phase's search. */
 static int run_phase(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
 		     const struct mp_loads *loads, const struct mp_place_options *place,
-		     enum mp_phase_kind kind, bool colocated, struct mp_search_phase *out)
+		     enum mp_phase_kind kind, bool colocated, struct mp_search_phase *out,
+		     size_t *time_limits)
 {
 	const struct mp_phase_spec *spec = kind == MP_PHASE_DECODE || colocated ? &sc->decode
 									       : &sc->prefill;
 	struct ctx c = {
 		.model = &sc->model, .hw = &spec->hardware, .spec = spec, .opts = opts,
 		.loads = loads, .factor_steps = opts->factor_steps, .place = place,
+		.time_limits = time_limits,
 	};
 	struct mp_search_model model = {
 		.user = &c, .max_batch = cb_max_batch, .evaluate = cb_evaluate,
@@ -465,17 +474,20 @@ int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_option
 	struct mp_place_options place = opts->place;
 	place.progress = NULL;
 	if (rc == 0) {
-		rc = run_phase(sc, opts, &d.loads, &place, MP_PHASE_PREFILL, false, &d.prefill);
+		rc = run_phase(sc, opts, &d.loads, &place, MP_PHASE_PREFILL, false, &d.prefill,
+			       &d.loop_time_limits);
 	}
 	if (rc == 0) {
-		rc = run_phase(sc, opts, &d.loads, &place, MP_PHASE_DECODE, false, &d.decode);
+		rc = run_phase(sc, opts, &d.loads, &place, MP_PHASE_DECODE, false, &d.decode,
+			       &d.loop_time_limits);
 	}
 	if (rc == 0) {
 		/* The co-located prefill needs no placement of its own: it
 		 * shares the decode deployment's. */
 		struct mp_deploy_options o = *opts;
 		o.placement = false;
-		rc = run_phase(sc, &o, &d.loads, &place, MP_PHASE_PREFILL, true, &d.colocated);
+		rc = run_phase(sc, &o, &d.loads, &place, MP_PHASE_PREFILL, true, &d.colocated,
+			       &d.loop_time_limits);
 	}
 	if (rc == MP_ENOFIT) {
 		rc = mp_diags_add(diags, NULL, 0, 0, rc, "search: no EP width has a valid slot count");

@@ -81,6 +81,9 @@ struct mp_deploy {
 	size_t colo_prefill;               /**< its prefill point (index into colocated.points) */
 	bool colocated_wins;               /**< more requests/s per GPU than the pools */
 	struct mp_loads loads;             /**< the scenario's popularity [moe_layers][E] */
+	size_t loop_time_limits;           /**< placements in the loop the wall-clock limit stopped
+					        (their factors, so the choice, may then depend on the
+					        machine's speed) */
 	bool placed;
 	struct mp_placement prefill_placement; /**< every MoE layer at the chosen prefill width */
 	struct mp_placement decode_placement;

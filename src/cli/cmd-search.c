@@ -232,6 +232,11 @@ static int print_search(void *user, FILE *out)
 		}
 		fputc('\n', out);
 	}
+	if (d->loop_time_limits) {
+		fprintf(out, "warning: %zu placement(s) in the loop stopped at the wall-clock limit: their "
+			"busiest-GPU factors, so the choice, may depend on the machine's speed (raise "
+			"--time-limit)\n", d->loop_time_limits);
+	}
 	if (d->placed) {
 		const struct mp_placement *pl[2] = {&d->prefill_placement, &d->decode_placement};
 		const char *names[2] = {"prefill", "decode"};
