@@ -199,8 +199,10 @@ static const char *const search_keys[] = {
 };
 static const char *const phase_keys[] = {
 	"hardware", "gpus", "ep", "ep_min", "ep_max", "slots", "chunk_tokens",
-	"context_tokens", "requests_per_gpu", "tokens_per_request", "node_policy", NULL,
+	"context_tokens", "requests_per_gpu", "tokens_per_request", "node_policy", "slo",
+	"acceptance", "overlap", "attention", "isl", "osl", NULL,
 };
+static const char *const slo_keys[] = {"tpot", "ttft", NULL};
 static const char *const slot_rules[] = {"min_redundant", "per_gpu", "fixed_per_gpu", NULL};
 static const char *const slot_keys_all[] = {"rule", "min_redundant", "per_gpu", "slots_per_gpu", NULL};
 static const char *const slot_keys_rule[][3] = {
@@ -279,6 +281,51 @@ static void load_hardware(struct ld *ld, const yaml_node_t *node, const char *wh
 	p->hardware_path = path;
 }
 
+/* The serving-step fields of a phase (issue 12): slo {tpot, ttft},
+ * acceptance, overlap, attention. */
+static void parse_step_fields(struct ld *ld, const yaml_node_t *node, const char *what, bool decode,
+			      struct mp_phase_spec *p)
+{
+	char field[256];
+	const yaml_node_t *slo = ld_get(ld, node, "slo");
+	if (slo) {
+		char sub[256];
+		snprintf(sub, sizeof(sub), "%s", FIELD("slo"));
+		if (ld_check_map(ld, slo, sub, slo_keys)) {
+			char f2[256];
+			ld_get_real(ld, ld_get(ld, slo, "tpot"), ld_field(f2, sizeof(f2), sub, "tpot"),
+				    "seconds", 0.0, true, MAX_TIME_LIMIT_S, &p->slo_tpot_s);
+			ld_get_real(ld, ld_get(ld, slo, "ttft"), ld_field(f2, sizeof(f2), sub, "ttft"),
+				    "seconds", 0.0, true, MAX_TIME_LIMIT_S, &p->slo_ttft_s);
+		}
+	}
+	ld_get_real(ld, ld_get(ld, node, "acceptance"), FIELD("acceptance"), NULL, 0.0, false, 1.0,
+		    &p->acceptance);
+	static const char *const overlaps[] = {"none", "two_batch", "full", NULL};
+	int o = 0;
+	if (ld_get_enum(ld, ld_get(ld, node, "overlap"), FIELD("overlap"), overlaps, &o)) {
+		p->overlap = (enum mp_step_overlap)o;
+	}
+	const yaml_node_t *att = ld_get(ld, node, "attention");
+	const char *a = att ? ld_scalar(att) : NULL;
+	if (att && a && strcmp(a, "dp") == 0) {
+		p->attention_tp = 1;
+	} else if (att && a && strncmp(a, "tp:", 3) == 0) {
+		char *end = NULL;
+		unsigned long tp = strtoul(a + 3, &end, 10);
+		if (!end || *end || end == a + 3 || tp < 1 || tp > MP_MAX_GPUS ||
+		    (p->ep && p->ep % tp != 0)) {
+			ld_error(ld, att, "%s: expected dp or tp:N with N from 1 to %u dividing ep, got '%s'",
+				 FIELD("attention"), MP_MAX_GPUS, a);
+		} else {
+			p->attention_tp = (uint32_t)tp;
+		}
+	} else if (att) {
+		ld_error(ld, att, "%s: expected dp or tp:N, got '%s'", FIELD("attention"), a ? a : "a collection");
+	}
+	(void)decode;
+}
+
 static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what, bool decode,
 			const struct mp_model *model, bool model_ok, struct mp_phase_spec *p)
 {
@@ -347,13 +394,24 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 	const yaml_node_t *chunk = decode ? ld_get(ld, node, "chunk_tokens")
 					  : ld_require(ld, node, what, "chunk_tokens");
 	ld_get_real(ld, chunk, FIELD("chunk_tokens"), NULL, 0.0, true, MAX_TOKENS, &p->chunk_tokens);
-	const yaml_node_t *ctx = decode ? ld_require(ld, node, what, "context_tokens")
-					: ld_get(ld, node, "context_tokens");
+	const yaml_node_t *isl = ld_get(ld, node, "isl");
+	const yaml_node_t *osl = ld_get(ld, node, "osl");
+	ld_get_real(ld, isl, FIELD("isl"), NULL, 0.0, true, MAX_TOKENS, &p->isl);
+	ld_get_real(ld, osl, FIELD("osl"), NULL, 0.0, true, MAX_TOKENS, &p->osl);
+	/* Decode holds each request's context: given, or from the prompt
+	 * and output lengths (the mean over a request's decode: isl + osl / 2). */
+	const yaml_node_t *ctx = decode && !isl ? ld_require(ld, node, what, "context_tokens")
+						: ld_get(ld, node, "context_tokens");
 	ld_get_real(ld, ctx, FIELD("context_tokens"), NULL, 0.0, false, MAX_TOKENS, &p->context_tokens);
-	const yaml_node_t *req = decode ? ld_require(ld, node, what, "requests_per_gpu")
-					: ld_get(ld, node, "requests_per_gpu");
+	if (decode && !ctx && isl) {
+		p->context_tokens = p->isl + p->osl / 2.0;
+	}
+	/* Decode's batch: given, or (absent) the largest that fits in HBM and
+	 * meets slo.tpot, chosen per width (widths.h). */
+	const yaml_node_t *req = ld_get(ld, node, "requests_per_gpu");
 	ld_get_real(ld, req, FIELD("requests_per_gpu"), NULL, 0.0, true, MAX_REQUESTS_PER_GPU,
 		    &p->requests_per_gpu);
+	parse_step_fields(ld, node, what, decode, p);
 	/* Default: one verified token plus one drafted per drafter stage,
 	 * the same default as fit, roofline and simulate (the model's
 	 * drafter weights are counted in HBM, so it is assumed in use). */

@@ -58,6 +58,12 @@ static struct mp_doc *widths_doc(const struct mp_widths *widths)
 			mp_doc_put_real(d, "tokens_per_expert", c->tokens_per_expert);
 			mp_doc_put_real(d, "expert_time_s", c->expert_time_s);
 			mp_doc_put_real(d, "tokens_per_s_per_gpu", c->tokens_per_s_per_gpu);
+			if (c->has_step) {
+				mp_doc_put_real(d, "requests_per_gpu", c->requests);
+				mp_doc_put_real(d, "step_time_s", c->step.step_time_s);
+				mp_doc_put_real(d, "tokens_per_s_per_user", c->step.tokens_per_s_per_user);
+				mp_doc_put_real(d, "ttft_s", c->step.ttft_s);
+			}
 			mp_doc_put_bool(d, "fits", c->hbm.fits);
 			mp_doc_put_int(d, "free_bytes", c->hbm.free_bytes);
 		}
@@ -102,19 +108,22 @@ static int cmp_time(const void *a, const void *b)
 {
 	const struct mp_width_candidate *x = *(const struct mp_width_candidate *const *)a;
 	const struct mp_width_candidate *y = *(const struct mp_width_candidate *const *)b;
-	if (x->expert_time_s < y->expert_time_s) {
+	double tx = mp_widths_rank_time(x, 1.0);
+	double ty = mp_widths_rank_time(y, 1.0);
+	if (tx < ty) {
 		return -1;
 	}
-	if (x->expert_time_s > y->expert_time_s) {
+	if (tx > ty) {
 		return 1;
 	}
 	return x->width.ep < y->width.ep ? -1 : x->width.ep > y->width.ep;
 }
 
 /* Issue 6: a decode step runs at its busiest GPU, so decode widths are
- * ranked by expert time x busiest-GPU factor. Factors are estimated in
- * order of expert time and stop once a width's time alone (factor >= 1)
- * exceeds the best predicted time: those cannot win. */
+ * ranked with the busiest-GPU factor on their routed experts (widths.h,
+ * mp_widths_rank_time). Factors are estimated in order of time per token
+ * at factor 1 and stop once a width's time alone (factor >= 1) exceeds
+ * the best predicted time: those cannot win. */
 static int rank_with_factors(const struct mp_model *model, const struct mp_loads *loads,
 			     const struct mp_place_options *place, uint32_t steps,
 			     struct mp_widths *widths)
@@ -133,14 +142,14 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_loads
 	double best = INFINITY;
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (order[i]->expert_time_s > best) {
+		if (mp_widths_rank_time(order[i], 1.0) > best) {
 			break;
 		}
 		double factor = 1.0;
 		rc = width_factor(model, loads, order[i], place, steps, &factor);
 		if (rc == 0) {
 			order[i]->busiest_factor = factor;
-			best = fmin(best, order[i]->expert_time_s * factor);
+			best = fmin(best, mp_widths_rank_time(order[i], factor));
 		}
 	}
 	free(order);
@@ -200,6 +209,14 @@ static int place_pick(const struct mp_scenario *sc, const struct mp_plan_options
 	}
 	out->busiest_factor = factor;
 	out->step_expert_s = out->roofline.time_s * factor;
+	/* The whole step at the pick, with the plan's busiest GPU. */
+	out->requests = pick->requests;
+	struct mp_step_input si;
+	mp_widths_step_input(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, &width,
+			     pick->requests, &si);
+	si.busiest_factor = factor;
+	out->has_step = pick->has_step &&
+			mp_step_evaluate(model, &spec->hardware, &si, &out->step) == 0;
 	return 0;
 }
 
@@ -254,6 +271,7 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 		pick->busiest_factor = out->busiest_factor;
 		if (round >= widths->count) {
 			pick->predicted_time_s = pick->expert_time_s * pick->busiest_factor;
+			pick->rank_time_s = mp_widths_rank_time(pick, pick->busiest_factor);
 			return 0;
 		}
 		rc = mp_widths_rerank(widths);
@@ -400,6 +418,15 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	mp_doc_put_real(d, "busiest_gpu_factor", ph->busiest_factor);
 	mp_doc_put_real(d, "predicted_expert_time_s", ph->step_expert_s);
 	mp_doc_put(d, "hbm", hbm_doc(&ph->hbm));
+	if (ph->has_step) {
+		const struct mp_width_candidate *pick = &ph->widths.items[ph->widths.chosen];
+		mp_doc_put_real(d, "requests_per_gpu", ph->requests);
+		mp_doc_put(d, "step", mp_step_doc(&ph->step,
+						  strcmp(ph->phase, "prefill") == 0 ? MP_STEP_PREFILL
+										     : MP_STEP_DECODE,
+						  ph->ep, &ph->hbm, pick->has_max_requests,
+						  pick->max_requests));
+	}
 	mp_doc_put(d, "widths", widths_doc(&ph->widths));
 	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, layer_ids));
 	return d;

@@ -10,6 +10,7 @@ static void phase_init(struct mp_phase_spec *phase)
 		.min_redundant = MP_MIN_REDUNDANT_AUTO,
 		.redundant_per_gpu = 1,
 		.tokens_per_request = 1.0,
+		.acceptance = -1.0,
 		.node_policy = MP_NODES_BALANCE,
 	};
 	mp_hardware_init(&phase->hardware);

@@ -22,6 +22,7 @@ static const char *const verdict_names[] = {
 	[MP_WIDTH_TOO_FEW_EXPERTS] = "too-few-experts",
 	[MP_WIDTH_NO_SLOTS] = "no-slots",
 	[MP_WIDTH_NOT_FIXED] = "not-fixed",
+	[MP_WIDTH_MISSES_SLO] = "misses-slo",
 };
 
 const char *mp_width_verdict_name(enum mp_width_verdict verdict)
@@ -139,14 +140,6 @@ void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_k
 	*out = in;
 }
 
-static double phase_tokens_per_gpu(const struct mp_phase_spec *phase, enum mp_phase_kind kind)
-{
-	if (kind == MP_PHASE_PREFILL) {
-		return phase->chunk_tokens;
-	}
-	return phase->requests_per_gpu * phase->tokens_per_request;
-}
-
 static size_t add_candidate(uint32_t *list, size_t n, uint32_t ep)
 {
 	if (ep == 0 || n >= MAX_CANDIDATES) {
@@ -174,10 +167,9 @@ static uint32_t phase_limit(const struct mp_phase_spec *phase, enum mp_phase_kin
 	uint32_t gpus = phase->gpus;
 	uint32_t limit;
 	if (kind == MP_PHASE_DECODE) {
-		if (gpus == 0) {
-			gpus = domain;
-		}
-		limit = domain && gpus ? (domain < gpus ? domain : gpus) : (domain ? domain : gpus);
+		/* A decode group may span scale-up domains (issue 12): the
+		 * step model prices its exchange on the network. */
+		limit = gpus ? gpus : domain;
 		if (phase->ep_max && (limit == 0 || phase->ep_max < limit)) {
 			limit = phase->ep_max;
 		}
@@ -200,6 +192,105 @@ static void say(struct mp_width_candidate *c, enum mp_width_verdict v, const cha
 	va_start(ap, fmt);
 	vsnprintf(c->reason, sizeof(c->reason), fmt, ap);
 	va_end(ap);
+}
+
+void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_spec *phase,
+			  enum mp_phase_kind kind, const struct mp_ep_width *width, double requests,
+			  struct mp_step_input *out)
+{
+	struct mp_step_input in;
+	mp_step_input_init(&in);
+	bool drafter = model->drafter.moe_stages > 0;
+	in.width = *width;
+	in.requests = requests;
+	in.tokens_per_request = phase->tokens_per_request >= 1.0 ? phase->tokens_per_request : 1.0;
+	in.acceptance = phase->acceptance >= 0.0 ? phase->acceptance : (drafter ? 0.75 : 0.0);
+	in.overlap = phase->overlap;
+	in.tp = phase->attention_tp > 1 ? phase->attention_tp : 1;
+	if (kind == MP_PHASE_PREFILL) {
+		in.phase = MP_STEP_PREFILL;
+		in.chunk_tokens = phase->chunk_tokens;
+		in.isl = phase->isl > 0.0 ? phase->isl
+					  : (phase->context_tokens > 0.0 ? phase->context_tokens
+									 : phase->chunk_tokens);
+		in.context_tokens = 0.0;
+	} else {
+		in.context_tokens = phase->context_tokens;
+	}
+	*out = in;
+}
+
+double mp_widths_rank_time(const struct mp_width_candidate *c, double factor)
+{
+	double f = factor > 1.0 ? factor : 1.0;
+	if (c->has_step) {
+		const struct mp_step *s = &c->step;
+		double t = s->step_time_s + (f - 1.0) * s->terms[MP_TERM_ROUTED].time_s;
+		return s->accepted_tokens_per_step > 0.0 ? t / s->accepted_tokens_per_step : HUGE_VAL;
+	}
+	return c->tokens_per_gpu > 0.0 ? c->expert_time_s * f / c->tokens_per_gpu : c->expert_time_s * f;
+}
+
+/* The step at `requests`; false when the step model cannot run. */
+static bool step_at(const struct mp_model *model, const struct mp_phase_spec *phase,
+		    enum mp_phase_kind kind, const struct mp_ep_width *w, double requests,
+		    struct mp_step *out)
+{
+	struct mp_step_input in;
+	mp_widths_step_input(model, phase, kind, w, requests, &in);
+	return mp_step_evaluate(model, &phase->hardware, &in, out) == 0;
+}
+
+/* Decode without a fixed batch, or any phase with a target: the batch the
+ * width is judged at and its step. */
+static void choose_batch(const struct mp_model *model, const struct mp_phase_spec *phase,
+			 enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			 struct mp_width_candidate *c)
+{
+	const struct mp_ep_width *w = &c->width;
+	bool decode = kind == MP_PHASE_DECODE;
+	if (decode) {
+		struct mp_step_input si;
+		mp_widths_step_input(model, phase, kind, w, 1.0, &si);
+		c->has_max_requests =
+			mp_step_max_requests(model, &phase->hardware, cap_opts, &si, &c->max_requests) == 0;
+		if (!(phase->requests_per_gpu > 0.0)) {
+			c->requests = c->has_max_requests ? (double)c->max_requests : 0.0;
+		}
+		if (!(c->requests >= 1.0)) {
+			return; /* not even one request fits: the HBM verdict says so */
+		}
+	}
+	c->has_step = step_at(model, phase, kind, w, c->requests, &c->step);
+	if (!c->has_step) {
+		return;
+	}
+	if (decode && phase->slo_tpot_s > 0.0 && c->step.tpot_s > phase->slo_tpot_s) {
+		if (phase->requests_per_gpu > 0.0) {
+			c->misses_slo = true;
+			return;
+		}
+		/* The largest batch in [1, requests] whose TPOT meets the target:
+		 * the step grows with the batch. */
+		struct mp_step s;
+		if (!step_at(model, phase, kind, w, 1.0, &s) || s.tpot_s > phase->slo_tpot_s) {
+			c->misses_slo = true;
+			c->requests = 1.0;
+			c->step = s;
+			return;
+		}
+		double lo = 1.0, hi = c->requests;
+		while (hi - lo > 1.0) {
+			double mid = floor((lo + hi) / 2.0);
+			bool ok = step_at(model, phase, kind, w, mid, &s) && s.tpot_s <= phase->slo_tpot_s;
+			*(ok ? &lo : &hi) = mid;
+		}
+		c->requests = lo;
+		step_at(model, phase, kind, w, lo, &c->step);
+	}
+	if (!decode && phase->slo_ttft_s > 0.0 && c->step.ttft_s > phase->slo_ttft_s) {
+		c->misses_slo = true;
+	}
 }
 
 /* Evaluate the figures of one candidate; false when no slot count. */
@@ -226,27 +317,34 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
 		c->rule_short = true;
 	}
 	c->width = w;
-	struct mp_roofline_point p;
-	double b = phase_tokens_per_gpu(phase, kind);
-	if (mp_roofline_point(model, &phase->hardware, roof_opts, &w, b, &p) != 0) {
-		bool no_peak = !(roof_opts && roof_opts->peak_flops > 0.0)
-			       && !(phase->hardware.peak_flops[model->expert_compute] > 0.0);
-		if (no_peak) {
-			snprintf(c->not_evaluated, sizeof(c->not_evaluated),
-				 "the hardware gives no %s peak, which the model's expert_compute needs",
-				 mp_compute_name(model->expert_compute));
-		} else {
-			snprintf(c->not_evaluated, sizeof(c->not_evaluated),
-				 "the roofline cannot be evaluated at EP%u with %g tokens per GPU",
-				 w.ep, b);
-		}
+	if (!(phase->hardware.peak_flops[model->expert_compute] > 0.0) &&
+	    !(roof_opts && roof_opts->peak_flops > 0.0)) {
+		snprintf(c->not_evaluated, sizeof(c->not_evaluated),
+			 "the hardware gives no %s peak, which the model's expert_compute needs",
+			 mp_compute_name(model->expert_compute));
 		return false;
 	}
 	struct mp_capacity_input in;
 	mp_widths_capacity_input(phase, kind, &w, &in);
+	c->requests = in.requests;
+	choose_batch(model, phase, kind, cap_opts, c);
+	/* HBM at the batch judged (at least one request, to say what does
+	 * not fit). */
+	if (kind == MP_PHASE_DECODE) {
+		in.requests = c->requests >= 1.0 ? c->requests : fmax(in.requests, 1.0);
+	}
 	if (mp_capacity_compute(model, &phase->hardware, cap_opts, &in, &c->hbm) != 0) {
 		snprintf(c->not_evaluated, sizeof(c->not_evaluated),
 			 "the HBM capacity cannot be computed at EP%u", w.ep);
+		return false;
+	}
+	struct mp_roofline_point p;
+	double b = c->has_step ? c->step.tokens_per_step
+			       : (kind == MP_PHASE_PREFILL ? phase->chunk_tokens
+							   : in.requests * phase->tokens_per_request);
+	if (mp_roofline_point(model, &phase->hardware, roof_opts, &w, b, &p) != 0) {
+		snprintf(c->not_evaluated, sizeof(c->not_evaluated),
+			 "the roofline cannot be evaluated at EP%u with %g tokens per GPU", w.ep, b);
 		return false;
 	}
 	c->evaluated = true;
@@ -256,9 +354,11 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
 	c->intensity = p.main.intensity;
 	c->compute_bound = p.main.tokens_per_expert >= p.main.ridge_tokens;
 	c->expert_time_s = p.time_s;
-	c->tokens_per_s_per_gpu = p.time_s > 0.0 ? b / p.time_s : 0.0;
+	c->tokens_per_s_per_gpu = c->has_step ? c->step.tokens_per_s_per_gpu
+					      : (p.time_s > 0.0 ? b / p.time_s : 0.0);
 	c->busiest_factor = 1.0;
 	c->predicted_time_s = p.time_s;
+	c->rank_time_s = mp_widths_rank_time(c, 1.0);
 	return true;
 }
 
@@ -290,6 +390,9 @@ static const char *limit_source(const struct mp_phase_spec *phase, enum mp_phase
 	}
 	if (phase->gpus == limit) {
 		return kind == MP_PHASE_PREFILL ? "prefill.gpus" : "decode.gpus";
+	}
+	if (kind == MP_PHASE_DECODE) {
+		return "decode.gpus (unset: one domain, the hardware's scale_up_domain_gpus)";
 	}
 	return "the hardware's scale_up_domain_gpus";
 }
@@ -405,8 +508,6 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 	} else if (ep > model->routed_experts) {
 		say(c, MP_WIDTH_TOO_FEW_EXPERTS, "%u GPUs but only %u experts per layer", ep,
 		    model->routed_experts);
-	} else if (kind == MP_PHASE_DECODE && domain && ep > domain) {
-		say(c, MP_WIDTH_EXCEEDS_DOMAIN, "exceeds the scale-up domain of %u GPUs", domain);
 	} else if (phase->gpus && ep > phase->gpus) {
 		say(c, MP_WIDTH_EXCEEDS_GPUS, "exceeds the %u GPU%s available", phase->gpus,
 		    phase->gpus == 1 ? "" : "s");
@@ -421,6 +522,13 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 		say(c, MP_WIDTH_NO_FIT, "does not fit: needs %.1f GB of %.1f GB HBM, largest term %s; %s",
 		    (double)c->hbm.used_bytes * gb, (double)c->hbm.capacity_bytes * gb,
 		    largest, what_fits);
+	} else if (c->misses_slo && kind == MP_PHASE_DECODE) {
+		say(c, MP_WIDTH_MISSES_SLO, "misses decode.slo.tpot %.4g ms: TPOT %.4g ms at %.0f request%s per GPU",
+		    phase->slo_tpot_s * 1e3, c->step.tpot_s * 1e3, c->requests, c->requests == 1.0 ? "" : "s");
+	} else if (c->misses_slo) {
+		say(c, MP_WIDTH_MISSES_SLO, "misses prefill.slo.ttft %.4g ms: TTFT %.4g ms for a %.0f-token prompt",
+		    phase->slo_ttft_s * 1e3, c->step.ttft_s * 1e3,
+		    phase->isl > 0.0 ? phase->isl : (phase->context_tokens > 0.0 ? phase->context_tokens : phase->chunk_tokens));
 	} else if (c->rule_short) {
 		say(c, MP_WIDTH_NO_SLOTS, "%u slots per GPU cannot hold %u experts at EP%u",
 		    phase->slots_per_gpu, model->routed_experts, ep);
@@ -437,90 +545,95 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 			say(c, MP_WIDTH_OUT_OF_RANGE, "above EP%u, the limit set by %s", limit,
 			    limit_source(phase, kind, limit));
 		}
+	} else if (domain && ep > domain && !(phase->hardware.scale_out_bw_bytes_per_s > 0.0)) {
+		say(c, MP_WIDTH_EXCEEDS_DOMAIN,
+		    "spans %u scale-up domains of %u GPUs, but the hardware gives no scale_out_bandwidth",
+		    (ep + domain - 1) / domain, domain);
 	}
 }
 
-/* Pick among the candidates that pass every rule (prefill: the first,
- * i.e. the narrowest; decode: the fastest within TIME_TIE, ties to more
- * tokens per expert) and say why each of them was
- * chosen or not. Returns the pick's index, or n when none passes. */
+/* What a candidate's step delivers, for reasons: "2,130 output tokens/s
+ * per GPU at 88 requests (step 45.9 ms)". */
+static void throughput_text(const struct mp_width_candidate *c, enum mp_phase_kind kind, char *buf,
+			    size_t size)
+{
+	double tps = c->rank_time_s > 0.0 ? 1.0 / c->rank_time_s : 0.0;
+	if (!c->has_step) {
+		snprintf(buf, size, "expert time %.3g ms per step (%.4g tokens/s per GPU, routed experts only)",
+			 c->expert_time_s * c->busiest_factor * 1e3, tps);
+	} else if (kind == MP_PHASE_DECODE) {
+		snprintf(buf, size, "%.4g output tokens/s per GPU at %.0f request%s (step %.3g ms, TPOT %.3g ms)",
+			 tps, c->requests, c->requests == 1.0 ? "" : "s",
+			 c->rank_time_s * c->step.accepted_tokens_per_step * 1e3,
+			 c->rank_time_s * c->requests * 1e3);
+	} else {
+		snprintf(buf, size, "%.4g input tokens/s per GPU (step %.3g ms, TTFT %.3g ms)", tps,
+			 c->rank_time_s * c->step.accepted_tokens_per_step * 1e3, c->step.ttft_s * 1e3);
+	}
+}
+
+/* Pick among the candidates that pass every rule: the best predicted
+ * tokens/s per GPU (lowest rank_time_s) within TIME_TIE; decode ties to
+ * more tokens per expert (then wider), prefill ties to the narrower. Say
+ * why each of them was chosen or not. Returns the pick's index, or n when
+ * none passes. */
 static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum mp_phase_kind kind)
 {
-	/* Decode: among the widths within TIME_TIE of the fastest predicted
-	 * time, the one with the most tokens per expert. Prefill: the first
-	 * (narrowest) that passes. */
-	double fastest = INFINITY;
+	double fastest = HUGE_VAL;
 	for (size_t i = 0; i < n; i++) {
 		if (items[i].passes) {
-			fastest = fmin(fastest, items[i].predicted_time_s);
+			fastest = fmin(fastest, items[i].rank_time_s);
 		}
 	}
 	double tied = fastest * (1.0 + TIME_TIE);
 	size_t best = n;
 	for (size_t i = 0; i < n; i++) {
-		if (!items[i].passes) {
+		if (!items[i].passes || items[i].rank_time_s > tied) {
 			continue;
 		}
 		if (kind == MP_PHASE_PREFILL) {
 			best = best == n ? i : best;
-		} else if (items[i].predicted_time_s <= tied &&
-			   (best == n || decode_tie_better(&items[i], &items[best]))) {
+		} else if (best == n || decode_tie_better(&items[i], &items[best])) {
 			best = i;
 		}
 	}
 	if (best == n) {
 		return n;
 	}
-	/* Explain every feasible candidate against the pick. */
+	const struct mp_width_candidate *b = &items[best];
+	char bt[192];
+	throughput_text(b, kind, bt, sizeof(bt));
 	for (size_t i = 0; i < n; i++) {
 		struct mp_width_candidate *c = &items[i];
 		if (!c->passes) {
 			continue;
 		}
-		const struct mp_width_candidate *b = &items[best];
+		char ct[192];
+		throughput_text(c, kind, ct, sizeof(ct));
+		char busiest[64] = "";
+		if (c->busiest_factor > 1.0) {
+			snprintf(busiest, sizeof(busiest), " (busiest GPU x%.3f)", c->busiest_factor);
+		}
+		bool exact = c->rank_time_s <= fastest * (1.0 + 1e-9);
 		if (i == best) {
-			if (kind == MP_PHASE_PREFILL) {
-				say(c, MP_WIDTH_CHOSEN,
-				    "smallest EP that fits (%.1f GB free); t = %.0f tokens per expert, %s the ridge t* = %.0f",
-				    (double)c->hbm.free_bytes * 1e-9, c->tokens_per_expert,
-				    c->compute_bound ? "above" : "below", c->ridge_tokens);
-			} else {
-				char busiest[64] = "";
-				if (c->busiest_factor > 1.0) {
-					snprintf(busiest, sizeof(busiest), " (busiest GPU x%.3f)", c->busiest_factor);
-				}
-				say(c, MP_WIDTH_CHOSEN,
-				    "%s: expert time %.3g ms per step%s, t = %.1f tokens per expert (ridge %.0f)",
-				    c->predicted_time_s > fastest * (1.0 + 1e-9)
-					    ? "within 1% of the fastest, most tokens per expert" : "fastest",
-				    c->predicted_time_s * 1e3, busiest, c->tokens_per_expert, c->ridge_tokens);
-			}
-		} else if (kind == MP_PHASE_PREFILL) {
-			say(c, MP_WIDTH_WIDER_THAN_NEEDED, "EP%u already fits; wider adds communication",
+			say(c, MP_WIDTH_CHOSEN, "%s: %s%s; t = %.1f tokens per expert (ridge %.0f), %.1f GB HBM free",
+			    exact ? "most tokens/s per GPU"
+				  : (kind == MP_PHASE_PREFILL ? "within 1% of the best, narrowest"
+							      : "within 1% of the best, most tokens per expert"),
+			    ct, busiest, c->tokens_per_expert, c->ridge_tokens,
+			    (double)c->hbm.free_bytes * 1e-9);
+		} else if (c->rank_time_s <= tied) {
+			say(c, kind == MP_PHASE_PREFILL ? MP_WIDTH_WIDER_THAN_NEEDED : MP_WIDTH_OUTRANKED,
+			    "as fast within 1%% (%s%s) but %s EP%u", ct, busiest,
+			    kind == MP_PHASE_PREFILL ? "wider than" : "fewer tokens per expert than",
 			    b->width.ep);
-		} else if (!c->compute_bound) {
-			say(c, MP_WIDTH_BELOW_RIDGE,
-			    "memory-bound: t = %.1f below t* = %.0f; expert time %.3g ms vs %.3g ms at EP%u",
-			    c->tokens_per_expert, c->ridge_tokens, c->predicted_time_s * 1e3,
-			    b->predicted_time_s * 1e3, b->width.ep);
-		} else if (c->predicted_time_s > tied) {
-			if (c->busiest_factor > 1.0 || b->busiest_factor > 1.0) {
-				say(c, MP_WIDTH_OUTRANKED,
-				    "slower: expert time %.3g ms x busiest GPU %.3f = %.3g ms vs %.3g ms at EP%u",
-				    c->expert_time_s * 1e3, c->busiest_factor, c->predicted_time_s * 1e3,
-				    b->predicted_time_s * 1e3, b->width.ep);
-			} else {
-				say(c, MP_WIDTH_OUTRANKED, "slower: expert time %.3g ms vs %.3g ms at EP%u",
-				    c->expert_time_s * 1e3, b->expert_time_s * 1e3, b->width.ep);
-			}
+		} else if (kind == MP_PHASE_DECODE && !c->compute_bound) {
+			say(c, MP_WIDTH_BELOW_RIDGE, "slower, experts memory-bound (t = %.1f below t* = %.0f): %s%s; EP%u: %s",
+			    c->tokens_per_expert, c->ridge_tokens, ct, busiest, b->width.ep, bt);
 		} else {
-			say(c, MP_WIDTH_OUTRANKED,
-			    "as fast (%.3g ms vs %.3g ms, within 1%%) but fewer tokens per expert than EP%u: t = %.1f vs %.1f",
-			    c->predicted_time_s * 1e3, b->predicted_time_s * 1e3, b->width.ep,
-			    c->tokens_per_expert, b->tokens_per_expert);
+			say(c, MP_WIDTH_OUTRANKED, "slower: %s%s; EP%u: %s", ct, busiest, b->width.ep, bt);
 		}
 	}
-
 	return best;
 }
 
@@ -532,6 +645,9 @@ int mp_widths_rerank(struct mp_widths *widths)
 			return MP_EINVAL;
 		}
 		c->predicted_time_s = c->expert_time_s * c->busiest_factor;
+		if (c->evaluated) {
+			c->rank_time_s = mp_widths_rank_time(c, c->busiest_factor);
+		}
 	}
 	size_t best = pick_and_explain(widths->items, widths->count, widths->phase);
 	widths->has_choice = best < widths->count;

@@ -218,10 +218,10 @@ static void report__writes_the_report_and_its_pictures(void **state)
 		}
 	}
 	/* Decode candidates of an 8-GPU server: EP1, 2, 4, 8 evaluated and
-	 * EP16 beyond the scale-up domain of 8 (hgx-h100.yaml). */
+	 * EP16 beyond the phase's 8 GPUs (decode.gpus). */
 	assert_non_null(strstr(md, "| **8** | 72 |"));
 	assert_non_null(strstr(md, "| 16 | 80 |"));
-	assert_non_null(strstr(md, "exceeds-domain"));
+	assert_non_null(strstr(md, "exceeds-gpus"));
 	free(md);
 }
 

@@ -150,8 +150,8 @@ static void widths__decode_on_gb200_nvl72(void **state)
 	assert_true(ep >= 64 && ep <= 72);
 	assert_int_equal(w.items[w.chosen].verdict, MP_WIDTH_CHOSEN);
 	assert_int_equal(w.limit, 72);
-	/* EP128 leaves the NVLink domain. */
-	assert_int_equal(find(&w, 128)->verdict, MP_WIDTH_EXCEEDS_DOMAIN);
+	/* EP128 needs more than the phase's 72 GPUs. */
+	assert_int_equal(find(&w, 128)->verdict, MP_WIDTH_EXCEEDS_GPUS);
 	assert_non_null(strstr(find(&w, 128)->reason, "72"));
 	/* EP8 at 64 requests: t = 256 x 8 x 6 / 416 = 29.5 tokens per expert,
 	 * far below the ridge of 192 ("in that configuration the experts

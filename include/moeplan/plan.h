@@ -45,6 +45,11 @@ struct mp_phase_plan {
 	struct mp_capacity hbm;         /**< per GPU */
 	double busiest_factor;          /**< expected busiest GPU / mean, placement skew and finite batch */
 	double step_expert_s;           /**< predicted routed-expert time per step, times busiest_factor */
+	double requests;                /**< the chosen batch: decode requests per GPU (the phase's, or
+					     the largest that fits and meets slo.tpot), prefill prompts */
+	bool has_step;                  /**< the serving-step model ran (step.h) */
+	struct mp_step step;            /**< the whole step at the chosen width and batch, with the
+					     plan's busiest_factor */
 	struct mp_widths widths;        /**< ranked candidate widths with verdicts (owned) */
 	struct mp_placement placement;  /**< per MoE layer */
 };

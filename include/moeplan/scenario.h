@@ -8,6 +8,7 @@
 
 #include "moeplan/model.h"
 #include "moeplan/map.h"
+#include "moeplan/step.h"
 #include "moeplan/traffic.h"
 
 #ifdef __cplusplus
@@ -59,6 +60,17 @@ struct mp_phase_spec {
 					      gpus_per_node: MP_NODES_BALANCE (default) or
 					      MP_NODES_GROUP_LIMITED (the model's n_groups kept within
 					      nodes) or MP_NODES_REPORT */
+	/* The serving step (step.h, issue 12). */
+	double slo_tpot_s;             /**< decode: TPOT target in seconds (slo.tpot; 0 = none) */
+	double slo_ttft_s;             /**< prefill: TTFT target in seconds (slo.ttft; 0 = none) */
+	double acceptance;             /**< fraction of drafted tokens accepted; < 0 = default (0.75
+					    with a drafter, DeepSeek's convention in seed 000; else 0) */
+	enum mp_step_overlap overlap;  /**< exchange/compute overlap (default none) */
+	uint32_t attention_tp;         /**< 0 or 1 = data-parallel attention; N = tp:N */
+	double isl;                    /**< prompt length (0 = not given): prefill's prompt (default
+					    context_tokens, else chunk_tokens); decode's mean KV length
+					    is isl + osl / 2 when context_tokens is not given */
+	double osl;                    /**< output length (0 = not given) */
 };
 
 /** The scenario's `search:` block (`moeplan search`, issue 13): the

@@ -1,14 +1,20 @@
 /* moeplan: choosing the expert-parallel width of each phase.
  *
  * Pure functions over the model, a phase's spec (scenario.h) and the
- * roofline and capacity models; no I/O. The rules are the article's
- * ("Prefill wants the opposite"): "prefill uses the smallest EP that HBM
- * allows, between 2 and 8, and decode uses the largest EP that the
- * available GPUs allow". Decode candidates within min(scale-up domain,
- * GPUs) are ranked by predicted per-GPU throughput at the phase's batch,
- * which at a fixed batch per GPU is the inverse of the routed-expert time
- * per step (roofline.h); ties go to more tokens per expert, then to the
- * wider group.
+ * step, roofline and capacity models; no I/O. A phase may own more GPUs
+ * than one scale-up domain: a group that spans domains pays its exchange
+ * on the scale-out network (step.h), and is refused only when the
+ * hardware gives no scale-out bandwidth. Candidates are ranked by the
+ * whole serving step (step.h, issue 12):
+ *  - decode by predicted output tokens/s per GPU at its batch: the phase's
+ *    requests_per_gpu, or (absent) the largest batch that fits in HBM and
+ *    meets slo.tpot (bisection on the monotone step time);
+ *  - prefill by input tokens/s per GPU among widths whose weights, KV cache
+ *    and chunk activations fit, subject to slo.ttft.
+ * Predictions within 1% are ties (the model is good to a few percent):
+ * decode ties go to more tokens per expert, then wider; prefill ties to the
+ * narrower width (the article: "prefill uses the smallest EP that HBM
+ * allows"). Every rejected width keeps its reason.
  */
 #ifndef MOEPLAN_WIDTHS_H
 #define MOEPLAN_WIDTHS_H
@@ -21,6 +27,7 @@
 #include "moeplan/model.h"
 #include "moeplan/roofline.h"
 #include "moeplan/scenario.h"
+#include "moeplan/step.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,6 +52,7 @@ enum mp_width_verdict {
 	MP_WIDTH_TOO_FEW_EXPERTS,  /**< more GPUs than logical experts */
 	MP_WIDTH_NO_SLOTS,         /**< the slot rule gives no valid count at this width */
 	MP_WIDTH_NOT_FIXED,        /**< the phase fixes another width */
+	MP_WIDTH_MISSES_SLO,       /**< no batch meets the phase's TPOT (decode) or TTFT (prefill) */
 };
 
 /** Lower-case name of a verdict ("chosen", "no-fit", ...). */
@@ -64,11 +72,25 @@ struct mp_width_candidate {
 	double intensity;             /**< FLOP/byte at t */
 	bool compute_bound;           /**< t >= t* */
 	double expert_time_s;         /**< routed-expert time per step per GPU (X) */
-	double tokens_per_s_per_gpu;  /**< b / X: the expert-bound throughput */
+	double tokens_per_s_per_gpu;  /**< the step's (accepted output, decode; input, prefill)
+					   tokens/s per GPU; b / X, the expert-bound throughput, when
+					   the step model cannot run */
 	double busiest_factor;        /**< expected busiest GPU / mean at this width (1 until
 					   estimated: mp_widths_rerank) */
 	double predicted_time_s;      /**< expert_time_s x busiest_factor: what a step waits for */
-	struct mp_capacity hbm;       /**< per-GPU HBM breakdown */
+	struct mp_capacity hbm;       /**< per-GPU HBM breakdown at the batch judged */
+	double requests;              /**< decode: requests per GPU the width is judged at (the
+					   phase's requests_per_gpu, or the largest batch that fits
+					   in HBM and meets slo.tpot); prefill: prompts per chunk */
+	bool has_max_requests;
+	uint64_t max_requests;        /**< decode: the largest batch that fits in HBM */
+	bool has_step;                /**< the step model ran (step.h) */
+	bool misses_slo;              /**< no batch meets slo.tpot (decode) / slo.ttft (prefill) */
+	struct mp_step step;          /**< the whole step at that batch, busiest factor 1 */
+	double rank_time_s;           /**< what widths are ranked by: seconds per accepted token per
+					   GPU at busiest_factor (mp_widths_rank_time), the inverse
+					   of the step's tokens/s per GPU; the routed-expert time
+					   per token when the step model cannot run */
 	enum mp_width_verdict verdict;
 	char reason[384];             /**< one sentence for a user; a width that does not fit
 					   names its largest HBM term and what would fit */
@@ -121,11 +143,27 @@ int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *ph
 void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
 			      const struct mp_ep_width *width, struct mp_capacity_input *out);
 
+/** The step input (step.h) of a phase at one width and batch: decode at
+ * `requests` per GPU with the phase's context_tokens, tokens_per_request,
+ * acceptance (< 0: 0.75 with a drafter, else 0); prefill with chunk_tokens,
+ * prompts of isl tokens (default context_tokens, else the chunk; requests
+ * 0 = ceil(chunk / isl)); both with the phase's overlap and attention. */
+void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_spec *phase,
+			  enum mp_phase_kind kind, const struct mp_ep_width *width, double requests,
+			  struct mp_step_input *out);
+
+/** Seconds per accepted token per GPU of an evaluated candidate when its
+ * busiest GPU carries `factor` >= 1 times the mean routed load: (step +
+ * (factor - 1) x routed term) / accepted tokens per step (exact without
+ * overlap; with overlap the routed term is taken as exposed). Without a
+ * step: expert_time_s x factor / tokens per GPU. */
+double mp_widths_rank_time(const struct mp_width_candidate *c, double factor);
+
 /** Rank candidate widths of a phase and pick one. Candidates: the powers
  * of two up to the first above the phase's limit, the limit, the scale-up
  * domain, the GPU count, ep_min, ep_max and a fixed ep. The limit is
- * min(domain, gpus) for decode (gpus 0 = one domain) and ep_max (else the
- * GPUs, else 8) for prefill. A fixed phase->ep is chosen if it passes
+ * the GPUs for decode (gpus 0 = one domain; ep_max caps it) and ep_max
+ * (else the GPUs, else 8) for prefill. A fixed phase->ep is chosen if it passes
  * every rule. cap_opts and roof_opts may be NULL (defaults). Returns 0
  * (out->has_choice false when no candidate passes, each item saying why),
  * MP_EINVAL (a model without experts or top_k), or MP_ENOMEM. out must be
