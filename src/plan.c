@@ -142,7 +142,8 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_loads
 	double best = INFINITY;
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (mp_widths_rank_time(order[i], 1.0) > best) {
+		/* A width within the tie band of the best may still be picked. */
+		if (mp_widths_rank_time(order[i], 1.0) > best * (1.0 + MP_WIDTHS_TIE)) {
 			break;
 		}
 		double factor = 1.0;

@@ -11,7 +11,7 @@
  *    meets slo.tpot (bisection on the monotone step time);
  *  - prefill by input tokens/s per GPU among widths whose weights, KV cache
  *    and chunk activations fit, subject to slo.ttft.
- * Predictions within 1% are ties (the model is good to a few percent):
+ * Predictions within 5% are ties (the model is good to several percent):
  * decode ties go to more tokens per expert, then wider; prefill ties to the
  * narrower width (the article: "prefill uses the smallest EP that HBM
  * allows"). Every rejected width keeps its reason.
@@ -32,6 +32,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** Predicted tokens/s per GPU within this fraction of the best are a tie
+ * (widths.c explains why: the step model's demonstrated accuracy). */
+#define MP_WIDTHS_TIE 0.05
 
 enum mp_phase_kind {
 	MP_PHASE_PREFILL = 0,
@@ -87,6 +91,8 @@ struct mp_width_candidate {
 	bool has_step;                /**< the step model ran (step.h) */
 	bool misses_slo;              /**< no batch meets slo.tpot (decode) / slo.ttft (prefill) */
 	struct mp_step step;          /**< the whole step at that batch, busiest factor 1 */
+	double pool_fraction;         /**< GPUs of the phase whole groups of this width use /
+					   the phase's GPUs (1 when gpus is not given): the rest idle */
 	double rank_time_s;           /**< what widths are ranked by: seconds per accepted token per
 					   GPU at busiest_factor (mp_widths_rank_time), the inverse
 					   of the step's tokens/s per GPU; the routed-expert time
@@ -156,12 +162,14 @@ void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_sp
  * busiest GPU carries `factor` >= 1 times the mean routed load: (step +
  * (factor - 1) x routed term) / accepted tokens per step (exact without
  * overlap; with overlap the routed term is taken as exposed). Without a
- * step: expert_time_s x factor / tokens per GPU. */
+ * step: expert_time_s x factor / tokens per GPU. Divided by pool_fraction:
+ * the phase's GPUs that no group of this width uses count as idle. */
 double mp_widths_rank_time(const struct mp_width_candidate *c, double factor);
 
 /** Rank candidate widths of a phase and pick one. Candidates: the powers
  * of two up to the first above the phase's limit, the limit, the scale-up
- * domain, the GPU count, ep_min, ep_max and a fixed ep. The limit is
+ * domain, the GPU count, ep_min, ep_max, a fixed ep, and the divisors of
+ * the GPU count within one domain or made of whole domains. The limit is
  * the GPUs for decode (gpus 0 = one domain; ep_max caps it) and ep_max
  * (else the GPUs, else 8) for prefill. A fixed phase->ep is chosen if it passes
  * every rule. cap_opts and roof_opts may be NULL (defaults). Returns 0
@@ -176,7 +184,7 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
  * candidates (e.g. by Monte Carlo routing of each width's placement, issue
  * 6): decode candidates that pass every rule are ranked by predicted_time_s
  * = expert_time_s x busiest_factor (a step runs at its busiest GPU); times
- * within 1% of the fastest are ties (the model is good to a few percent),
+ * within 5% of the fastest are ties (the model is good to several percent),
  * broken by more tokens per expert, then wider; verdicts and reasons are
  * rewritten.
  * Prefill keeps its rule (smallest width that fits). Returns 0, or
