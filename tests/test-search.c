@@ -800,6 +800,10 @@ static void search__cli_errors(void **state)
 	r = cli_run("search", scenario, "--batches", "some", NULL);
 	assert_int_equal(r.status, 2);
 	cli_result_free(&r);
+	r = cli_run("search", scenario, "--isl", "100", "--isl", "200", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--isl given twice"));
+	cli_result_free(&r);
 	/* A scenario without a search block and no budget or rate. */
 	r = cli_run("search", src_path("tests/data/scenario-inline.yaml"), NULL);
 	assert_int_equal(r.status, 2);

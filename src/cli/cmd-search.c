@@ -272,7 +272,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 	optind = 1;
 	int c;
 	bool ok = true;
+	unsigned char seen[CLI_SEEN_SIZE] = {0};
 	while (ok && (c = getopt_long(argc, argv, shorts, search_options, NULL)) != -1) {
+		if (cli_repeated("search", c, search_options, seen)) {
+			return EXIT_USAGE;
+		}
 		switch (c) {
 		case OPT_GPUS:
 			ok = cli_parse_u32("search", "gpus", optarg, 1, 65536, &a->cli.gpus);
