@@ -1,0 +1,92 @@
+/* moeplan (private): exact arithmetic for placement (issue 17).
+ *
+ *   exact-eval.c  exact comparison of GPU loads (sums of w_e / r_e) and the
+ *                 acceptance rule every candidate plan goes through
+ *   exact-bb.c    an exact branch and bound over replica counts and GPU
+ *                 assignments, in scaled integers, that proves a layer's
+ *                 optimum or improves its plan within a counted budget
+ *
+ * A GPU's load is a sum of rationals w_e / r_e where each w_e is a double
+ * (a dyadic rational m * 2^k). exact-eval.c compares two such sums in long
+ * double when the difference exceeds a proven bound on the rounding error,
+ * and otherwise in exact big-integer arithmetic over a common denominator,
+ * so every comparison it returns is the true order of the rationals.
+ */
+#ifndef MOEPLAN_PLACEMENT_EXACT_H
+#define MOEPLAN_PLACEMENT_EXACT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "placement/internal.h"
+
+/* Sign (-1, 0, 1) of load(GPU ga of plan a) - load(GPU gb of plan b), exact;
+ * slot[N] and r[E] of each plan, r consistent with slot. */
+int pl_x_cmp_gpu(const struct pl_prob *prob, const uint32_t *slot_a, const uint32_t *r_a,
+		 uint32_t ga, const uint32_t *slot_b, const uint32_t *r_b, uint32_t gb);
+
+/* A busiest GPU of the plan in exact order (lowest index among equals). */
+uint32_t pl_x_argmax(const struct pl_prob *prob, const uint32_t *slot, const uint32_t *r);
+
+/* Sign of max load(a) - max load(b), exact. */
+int pl_x_cmp_max(const struct pl_prob *prob, const struct pl_sol *a, const struct pl_sol *b);
+
+/* True when every GPU carries exactly the same load: the plan's busiest GPU
+ * then equals the mean sum(w) / G exactly, a lower bound for every plan, so
+ * the plan is optimal. */
+bool pl_x_balanced(const struct pl_prob *prob, const struct pl_sol *sol);
+
+/* The acceptance rule for a candidate plan from any method: cand is
+ * re-evaluated from its slots (r, loads and max recomputed) and copied over
+ * best only when its busiest GPU is exactly lower, or exactly equal and its
+ * second busiest lower by more than prob->eps. Duplicates on a GPU are
+ * refused. Returns true when best was replaced. */
+bool pl_x_accept(const struct pl_prob *prob, struct pl_sol *best, struct pl_sol *cand);
+
+/* A double b computed from the loads in floating point (sums and quotients
+ * of at most S + E terms) lowered by a proven bound on its rounding error,
+ * so that a bound valid in exact arithmetic stays valid: b * (1 - (E + S +
+ * 8) * DBL_EPSILON), and 0 for b <= 0. */
+double pl_x_round_down(const struct pl_prob *prob, double b);
+
+/* --- exact branch and bound (exact-bb.c) --- */
+
+enum pl_bb_result {
+	PL_BB_PROVEN = 0, /* search complete: best is optimal (possibly improved) */
+	PL_BB_BUDGET,     /* the counted budget ran out: best may be improved, nothing proven */
+	PL_BB_SKIPPED,    /* the layer does not fit the scaled 128-bit integers */
+	PL_BB_NOMEM,
+};
+
+/* Search for a plan exactly better than best (which must be a valid
+ * duplicate-free plan) over every replica-count vector and every packing,
+ * GPUs with equal (load, slots used) taken as one; best is replaced
+ * (through pl_x_accept) by every better plan found. Stops after max_nodes
+ * search nodes (a deterministic count). *nodes_out gets the nodes used.
+ * PL_BB_PROVEN means no plan has a busiest GPU below best's. */
+enum pl_bb_result pl_bb_solve(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_nodes,
+			      uint64_t *nodes_out);
+
+/* --- the last stage of a layer (exact-settle.c) --- */
+
+struct pl_settle {
+	double lb;          /* the bound to report: best's max when proven, else a valid
+			       bound strictly below it */
+	bool proven;        /* best is optimal: exactly balanced, or the search completed */
+	const char *method; /* static: how it was proven or improved, or NULL (keep) */
+};
+
+/* Search nodes the exact branch and bound gets on this layer (effort
+ * scales it). */
+uint64_t pl_bb_budget(const struct pl_prob *prob, double effort);
+
+/* Settle a layer: best re-evaluated; proven when every GPU carries exactly
+ * the same load; else, when search, the exact branch and bound (which may
+ * improve best and prove it). lb: the pipeline's bound (callers have
+ * already subtracted GLPK's tolerances and the 1e-6 cutoffs); when nothing
+ * is proven, out->lb = it rounded down, below best's max. Returns 0 or
+ * MP_ENOMEM. */
+int pl_exact_settle(const struct pl_prob *prob, struct pl_sol *best, double lb, double effort,
+		    bool search, struct pl_settle *out);
+
+#endif
