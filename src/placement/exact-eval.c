@@ -199,6 +199,14 @@ int pl_x_cmp_gpu(const struct pl_prob *prob, const uint32_t *slot_a, const uint3
 	return cmp_terms(&a, &b);
 }
 
+int pl_x_cmp_slots(const double *w_a, const uint32_t *slot_a, const uint32_t *r_a,
+		   const double *w_b, const uint32_t *slot_b, const uint32_t *r_b, uint32_t S)
+{
+	struct gpu_terms a = { w_a, slot_a, r_a, S };
+	struct gpu_terms b = { w_b, slot_b, r_b, S };
+	return cmp_terms(&a, &b);
+}
+
 uint32_t pl_x_argmax(const struct pl_prob *prob, const uint32_t *slot, const uint32_t *r)
 {
 	uint32_t best = 0;

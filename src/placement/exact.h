@@ -25,6 +25,11 @@
 int pl_x_cmp_gpu(const struct pl_prob *prob, const uint32_t *slot_a, const uint32_t *r_a,
 		 uint32_t ga, const uint32_t *slot_b, const uint32_t *r_b, uint32_t gb);
 
+/* The same for two GPUs of different layers: each given by its S slots
+ * (expert ids), its loads w[] and replica counts r[] indexed by those ids. */
+int pl_x_cmp_slots(const double *w_a, const uint32_t *slot_a, const uint32_t *r_a,
+		   const double *w_b, const uint32_t *slot_b, const uint32_t *r_b, uint32_t S);
+
 /* A busiest GPU of the plan in exact order (lowest index among equals). */
 uint32_t pl_x_argmax(const struct pl_prob *prob, const uint32_t *slot, const uint32_t *r);
 
