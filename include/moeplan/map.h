@@ -28,7 +28,12 @@ extern "C" {
 #endif
 
 enum mp_place_status {
-	MP_PLACE_OPTIMAL = 0,   /**< max_load equals the proven lower bound (within 1e-6 of the mean load) */
+	MP_PLACE_OPTIMAL = 0,   /**< proven in exact arithmetic: no plan has a lighter busiest GPU.
+				     The proofs: every GPU carries exactly the mean load, or the
+				     exact branch and bound searched every plan (issue 17), or for
+				     group-limited layers the node holding the busiest GPU is proven
+				     and bounds every assignment of groups; lower_bound == max_load.
+				     (Weighted split: its LP's value meets its bound within 1e-6.) */
 	MP_PLACE_FEASIBLE,      /**< a valid plan; the search spent its work budget without closing the gap */
 	MP_PLACE_TIME_LIMIT,    /**< the wall-clock safety net (time_limit_s) stopped the search: the
 				     plan is valid and its bound holds, but it is the one case where
@@ -71,7 +76,11 @@ struct mp_layer_placement {
 	double *gpu_load;      /**< [gpus] */
 	double max_load;       /**< busiest GPU */
 	double mean_load;      /**< sum w / G */
-	double lower_bound;    /**< proven: no placement has a busiest GPU below this */
+	double lower_bound;    /**< proven: no placement has a busiest GPU below this. From proofs
+				    only (combinatorial bounds, GLPK's bounds less its tolerances,
+				    exhaustive search), lowered by their floating-point rounding
+				    error; below max_load unless status is optimal, where it is
+				    max_load (the plan's exact value rounded to a double) */
 	double gap;            /**< (max_load - lower_bound) / max_load, 0 when max_load is 0: the
 				    share of the busiest GPU's load that may still be excess
 				    (written by mp_layer_placement_set_bound only) */

@@ -1,6 +1,7 @@
 /* Placement: evaluating a given map, the public lower bound, and
  * DeepSeek EPLB's plan for comparison. */
 #include "placement/internal.h"
+#include "placement/exact.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,7 +28,8 @@ double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
 	}
 	free(r);
 	free(size);
-	return lb;
+	/* computed in floating point: lowered by its rounding error */
+	return pl_x_round_down(&prob, lb);
 }
 
 int mp_place_evaluate(const uint32_t *slot_expert, const double *w, uint32_t n_experts,
@@ -84,7 +86,16 @@ int mp_place_evaluate(const uint32_t *slot_expert, const double *w, uint32_t n_e
 	double lb = mp_place_lower_bound(w, n_experts, gpus, slots_per_gpu);
 	struct pl_prob prob;
 	pl_prob_init(&prob, w, n_experts, gpus, slots_per_gpu);
-	mp_layer_placement_set_bound(out, lb, pl_status(mx, lb, prob.tol, false));
+	/* Optimal only on an exact proof: every GPU carries exactly the same
+	 * load, the mean (a bound for every plan). */
+	bool balanced = true;
+	for (uint32_t g = 1; g < gpus && balanced; g++) {
+		balanced = pl_x_cmp_gpu(&prob, out->slot_expert, out->replicas, g, out->slot_expert,
+					out->replicas, 0) == 0;
+	}
+	double b = lb < mx ? lb : mx;
+	mp_layer_placement_set_bound(out, balanced ? mx : pl_x_round_down(&prob, b),
+				     balanced ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE);
 	out->method = M_EVAL;
 	out->seconds = 0;
 	return 0;

@@ -19,6 +19,7 @@
  * safety net; when it fires the layer says so (status time_limit).
  */
 #include "placement/internal.h"
+#include "placement/exact.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ static const char M_FIXED_TL[] =
 	"glpk packing mip for the heuristic's replica counts, time limit";
 static const char M_HEUR_TL[] = "heuristic, time limit";
 static const char M_ENUM_TL[] = "heuristic; time limit in replica-count enumeration";
+static const char M_TOL[] = "heuristic and bounds within 1e-6 of each other; not proven exactly";
+static const char M_BB[] = "exact branch and bound over replica counts and packings, optimal";
 static const char M_WEIGHTED[] = "weighted split: glpk lp over the even-split plan";
 static const char M_WEIGHTED_EVEN[] = "weighted split: even shares (glpk lp failed)";
 
@@ -129,18 +132,25 @@ static void pack_set(const struct pl_prob *prob, const struct pl_rset *set, doub
 		budget -= 2.0 * prob->N;
 		if (pl_pack_lpt(prob, r, cand, work)) {
 			pl_improve(prob, cand, work, deadline);
-			if (pl_sol_better(cand, best, prob, NULL)) {
-				pl_sol_copy(best, cand, prob);
-			}
+			pl_x_accept(prob, best, cand);
 		}
 		if (pl_pack_bldm(prob, r, cand, work)) {
 			pl_improve(prob, cand, work, deadline);
-			if (pl_sol_better(cand, best, prob, NULL)) {
-				pl_sol_copy(best, cand, prob);
-			}
+			pl_x_accept(prob, best, cand);
 		}
 	}
 	free(order);
+}
+
+/* GLPK's tolerances on the packing MIP, relative to the loads (scaled by
+ * the cutoff in mip.c): a binary counts as integral within tol_int = 1e-5
+ * of 0 or 1, so a load row over up to N items may be off by N * 1e-5 of the
+ * cutoff, plus the row tolerance tol_bnd = 1e-7 (GLPK 5.0 reference
+ * manual, glp_intopt and glp_simplex control parameters). Issue 17 saw a
+ * load row violated by 5e-6 of the cutoff. */
+static double mip_margin(const struct pl_prob *prob, double v)
+{
+	return (1e-7 + 1e-5 * prob->N) * fabs(v);
 }
 
 static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
@@ -179,12 +189,16 @@ static double solve_set(const struct pl_prob *prob, const struct pl_rset *set,
 		double bout = br;
 		enum pl_mip_result res = pl_mip_pack(prob, r, best->max - prob->tol, br, deadline,
 						     opts->verbose, cand, &bout, work);
+		/* GLPK's answers hold within its tolerances: its packings are
+		 * re-evaluated exactly before they count, and its bounds lose
+		 * its tolerance. */
+		bout -= mip_margin(prob, bout);
 		switch (res) {
 		case PL_MIP_IMPROVED:
-			pl_sol_copy(best, cand, prob);
+			pl_x_accept(prob, best, cand);
 			break;
 		case PL_MIP_IMPROVED_LIMIT:
-			pl_sol_copy(best, cand, prob);
+			pl_x_accept(prob, best, cand);
 			*limit = true;
 			if (bout < minb) {
 				minb = bout;
@@ -259,7 +273,10 @@ struct layer_search {
 	struct pl_sol cand;        /* scratch solution */
 	struct pl_rset set;        /* enumerated replica-count vectors */
 	double lb;                 /* proven lower bound on the busiest GPU */
-	enum mp_place_status status;
+	enum mp_place_status status; /* OPTIMAL here: the stages met their bound (within
+					tolerances); the layer's status needs `proven` */
+	bool proven;               /* exact proof of optimality (stage_exact, stage_settle) */
+	bool bb_done;              /* the exact branch and bound ran without a proof */
 	const char *method;
 };
 
@@ -332,6 +349,56 @@ static int stage_heuristic(struct layer_search *ls)
 	return STAGE_NEXT;
 }
 
+/* Stage 1b: small layers, the exact branch and bound (exact-bb.c): when
+ * it proves the optimum, GLPK is not needed. */
+static int stage_exact(struct layer_search *ls)
+{
+	struct pl_prob *prob = &ls->prob;
+	if (prob->N > PL_MIP_MAX_ITEMS) {
+		return STAGE_NEXT;
+	}
+	uint64_t nodes = 0;
+	enum pl_bb_result br = pl_bb_solve(prob, &ls->best, pl_bb_budget(prob, ls->opts->effort),
+					   &nodes);
+	if (br == PL_BB_NOMEM) {
+		return MP_ENOMEM;
+	}
+	ls->bb_done = br != PL_BB_SKIPPED;
+	if (br != PL_BB_PROVEN) {
+		return STAGE_NEXT;
+	}
+	ls->proven = true;
+	ls->status = MP_PLACE_OPTIMAL;
+	ls->method = M_BB;
+	ls->lb = ls->best.max;
+	return STAGE_DONE;
+}
+
+/* Stage 4: what may be claimed (exact-settle.c): optimal only on an exact
+ * proof (exactly balanced, or the branch and bound, which runs here on
+ * layers it has not yet searched); otherwise the bound is lowered by its
+ * rounding error and the layer is feasible. */
+static int stage_settle(struct layer_search *ls)
+{
+	if (ls->proven) {
+		return 0;
+	}
+	struct pl_settle st;
+	int rc = pl_exact_settle(&ls->prob, &ls->best, ls->lb, ls->opts->effort,
+				 !ls->work.timed_out && !ls->bb_done, &st);
+	if (rc != 0) {
+		return rc;
+	}
+	if (st.method) {
+		ls->method = st.method;
+	} else if (!st.proven && ls->status == MP_PLACE_OPTIMAL) {
+		ls->method = M_TOL; /* the stages' "bound met" held within 1e-6 only */
+	}
+	ls->proven = st.proven;
+	ls->lb = st.lb;
+	return 0;
+}
+
 /* Stage 2b: every vector that could beat the incumbent was enumerated:
  * none (the incumbent is optimal), pack each (large layers) or solve the
  * packing MIP for each (small layers). */
@@ -341,7 +408,8 @@ static void stage_vectors(struct layer_search *ls)
 	struct pl_sol *best = &ls->best;
 	const struct pl_rset *set = &ls->set;
 	if (set->count == 0) {
-		ls->lb = best->max;
+		/* every vector's bound is at least the cutoff */
+		ls->lb = best->max - prob->tol;
 		ls->status = MP_PLACE_OPTIMAL;
 		ls->method = M_ENUM;
 		return;
@@ -364,12 +432,15 @@ static void stage_vectors(struct layer_search *ls)
 	bool error = false;
 	double minb = solve_set(prob, set, ls->opts, ls->deadline, best, &ls->cand, &ls->work,
 				&limit, &error);
-	double proven = minb < best->max ? minb : best->max;
+	/* vectors outside the set or proven by GLPK: at least the cutoff
+	 * less GLPK's tolerance */
+	double cut = best->max - prob->tol;
+	cut -= mip_margin(prob, cut);
+	double proven = minb < cut ? minb : cut;
 	if (proven > ls->lb) {
 		ls->lb = proven;
 	}
 	if (best->max <= ls->lb + prob->tol) {
-		ls->lb = best->max;
 		ls->status = MP_PLACE_OPTIMAL;
 		ls->method = M_MIP_OPT;
 	} else if (error) {
@@ -401,7 +472,7 @@ static int stage_fixed_counts(struct layer_search *ls)
 					     ls->opts->verbose, &ls->cand, &bout, &ls->work);
 	free(r);
 	if (res == PL_MIP_IMPROVED || res == PL_MIP_IMPROVED_LIMIT) {
-		pl_sol_copy(best, &ls->cand, prob);
+		pl_x_accept(prob, best, &ls->cand);
 	}
 	if (res == PL_MIP_LIMIT || res == PL_MIP_IMPROVED_LIMIT) {
 		ls->method = ls->work.timed_out ? M_FIXED_TL : M_FIXED_BUDGET;
@@ -499,7 +570,13 @@ static void finish_layer(struct layer_search *ls, double t0, struct mp_layer_pla
 	}
 	/* With work.timed_out the safety net fired: the plan is valid and its
 	 * bound holds, but where the search stopped depended on the machine. */
-	enum mp_place_status status = pl_status(out->max_load, bound, prob->tol, ls->work.timed_out);
+	enum mp_place_status status = ls->work.timed_out ? MP_PLACE_TIME_LIMIT
+				       : ls->proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
+	if (ls->opts->split == MP_SPLIT_WEIGHTED && prob->sum > 0) {
+		/* the weighted split's LP value against its bound, in floating
+		 * point (not part of issue 17's exact claims) */
+		status = pl_status(out->max_load, bound, prob->tol, ls->work.timed_out);
+	}
 	if (ls->work.timed_out && method != M_ENUM_TL && method != M_MIP_TL && method != M_FIXED_TL
 	    && method != M_WEIGHTED && method != M_WEIGHTED_EVEN) {
 		method = M_HEUR_TL;
@@ -530,10 +607,16 @@ int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	ls.work.mip_work = mip_budget(&ls.prob, opts->effort);
 	rc = stage_heuristic(&ls);
 	if (rc == STAGE_NEXT) {
+		rc = stage_exact(&ls);
+	}
+	if (rc == STAGE_NEXT) {
 		rc = stage_enumerate(&ls);
 	}
 	if (rc == 0) {
 		rc = stage_close_gap(&ls);
+	}
+	if (rc == 0) {
+		rc = stage_settle(&ls);
 	}
 	if (rc == 0) {
 		finish_layer(&ls, t0, out);

@@ -43,10 +43,9 @@ static int place_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			}
 			if (rc == 0 && mx < out->max_load) {
 				out->max_load = mx;
-				mp_layer_placement_set_bound(
-					out, out->lower_bound,
-					pl_status(mx, out->lower_bound, prob.tol,
-						  out->status == MP_PLACE_TIME_LIMIT));
+				/* the status stays: a proven layer cannot get lighter,
+				 * and a lighter plan is not a proof */
+				mp_layer_placement_set_bound(out, out->lower_bound, out->status);
 			}
 		}
 	}

@@ -7,6 +7,7 @@
  * (n_group 8 over 256 routed experts: experts 0-31 form group 0).
  */
 #include "placement/internal.h"
+#include "placement/exact.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -478,6 +479,48 @@ static void put_node(const struct groups *gs, uint32_t n, const uint32_t *set,
 	}
 }
 
+/* With k > 1 groups per node and every k-set of groups solved: true when
+ * every assignment of groups to nodes has a node whose proven optimum is
+ * at least the plan's busiest GPU (GPU gmax of out), i.e. the plan is
+ * optimal. Exact: a set counts as "below" when every GPU of its proven
+ * plan is exactly lighter than gmax (pl_x_cmp_slots; sets whose double
+ * value is clearly apart skip the exact test), then the partition DP over
+ * 0 (below) / 1 asks whether some assignment uses only sets below. val, f
+ * and choice are the DP's scratch. */
+static bool every_assignment_reaches(const struct groups *gs, const struct mp_placement *subs,
+				     const uint32_t *sub_of_mask, const struct mp_layer_placement *out,
+				     uint32_t gmax, double *val, double *f, uint32_t *choice)
+{
+	uint32_t full = (1u << gs->Q) - 1u;
+	uint32_t set[32];
+	const uint32_t *top = out->slot_expert + (size_t)gmax * gs->S;
+	double mx = out->gpu_load[gmax];
+	for (uint32_t m = 0; m <= full; m++) {
+		val[m] = (double)NAN;
+		f[m] = (double)NAN;
+		if (popcount(m) != gs->k) {
+			continue;
+		}
+		const struct mp_layer_placement *sub = &subs[sub_of_mask[m]].layers[0];
+		if (sub->status != MP_PLACE_OPTIMAL) {
+			return false;
+		}
+		bool below = sub->max_load < mx * (1 - 1e-12);
+		if (!below && sub->max_load <= mx * (1 + 1e-12)) {
+			set_of_mask(m, set);
+			node_experts(gs, set, gs->sub_w, NULL);
+			below = true;
+			for (uint32_t g = 0; g < gs->P && below; g++) {
+				below = pl_x_cmp_slots(gs->sub_w, sub->slot_expert + (size_t)g * gs->S,
+						       sub->replicas, gs->w, top, out->replicas,
+						       gs->S) < 0;
+			}
+		}
+		val[m] = below ? 0.0 : 1.0;
+	}
+	return dp_partition(full, gs->k, val, f, choice) >= 1.0;
+}
+
 /* A bound for every assignment of groups to nodes (used when they are too
  * many to search): a node holds some group and k-1 others, so its busiest
  * GPU carries at least (that group + the k-1 lightest other groups) / P;
@@ -645,6 +688,11 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		method = M_GROUPS_LPT;
 	}
 	bool timed_out = false;
+	bool *node_proven = calloc(gs.M, sizeof(*node_proven));
+	if (!node_proven) {
+		rc = MP_ENOMEM;
+		goto out;
+	}
 	for (uint32_t n = 0; n < gs.M; n++) {
 		const uint32_t *ng = node_groups + n * k;
 		const struct mp_layer_placement *sub;
@@ -657,6 +705,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		} else {
 			rc = solve_node(&gs, ng, &subs[n]);
 			if (rc != 0) {
+				free(node_proven);
 				goto out;
 			}
 			sub = &subs[n].layers[0];
@@ -669,6 +718,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		if (sub->status == MP_PLACE_TIME_LIMIT) {
 			timed_out = true;
 		}
+		node_proven[n] = sub->status == MP_PLACE_OPTIMAL;
 		put_node(&gs, n, ng, sub, ids, out);
 	}
 	double mx = 0;
@@ -681,7 +731,22 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	pl_prob_init(&prob, w, E, G, S);
 	out->max_load = mx;
 	out->mean_load = mean;
-	mp_layer_placement_set_bound(out, bound, pl_status(mx, bound, prob.tol, timed_out));
+	/* Optimal only on an exact proof (issue 17): the node holding the
+	 * plan's exactly busiest GPU is proven, and with one group per node
+	 * (every plan puts each group alone on a node) its optimum bounds every
+	 * plan; with several, every assignment must meet it
+	 * (every_assignment_reaches). */
+	uint32_t gmax = pl_x_argmax(&prob, out->slot_expert, out->replicas);
+	bool proven = !timed_out && node_proven[gmax / gs.P];
+	if (proven && k > 1) {
+		proven = solve_all && sub_of_mask
+			 && every_assignment_reaches(&gs, subs, sub_of_mask, out, gmax, val, f, choice);
+	}
+	free(node_proven);
+	double b = bound < mx ? bound : mx;
+	mp_layer_placement_set_bound(out, proven ? mx : pl_x_round_down(&prob, b),
+				     timed_out ? MP_PLACE_TIME_LIMIT
+				     : proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE);
 	out->method = method;
 	out->seconds = pl_now() - t0;
 	rc = 0;
