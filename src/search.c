@@ -231,13 +231,13 @@ static int run_width(const struct mp_search_model *model, const struct mp_search
 				max = space->batch_cap;
 			}
 			size_t n = mp_search_batches(space->batch_unit, space->geometric_ratio, max, NULL, 0);
-			double *g = realloc(grid, (n ? n : 1) * sizeof(*g));
-			if (!g) {
+			free(grid);
+			grid = calloc(n ? n : 1, sizeof(*grid));
+			if (!grid) {
 				rc = MP_ENOMEM;
 				break;
 			}
-			grid = g;
-			mp_search_batches(space->batch_unit, space->geometric_ratio, max, grid, n);
+			n = mp_search_batches(space->batch_unit, space->geometric_ratio, max, grid, n);
 			for (size_t b = 0; b < n && rc == 0; b++) {
 				struct mp_search_point p = {.cfg = cfg};
 				p.cfg.batch = grid[b];
