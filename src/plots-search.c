@@ -181,7 +181,7 @@ static int pools(const struct mp_plot_pools *plot, FILE *out, const char *path)
 	const double W = 820, x0 = 24, bar_w = W - 48;
 	double top = plot->title ? TITLE_H : 6.0;
 	struct mp_svg *svg = NULL;
-	int rc = mp_svg_create(W, top + 150, plot->title ? plot->title : "Pools", &svg);
+	int rc = mp_svg_create(W, top + 160, plot->title ? plot->title : "Pools", &svg);
 	if (rc) {
 		return rc;
 	}
@@ -193,7 +193,7 @@ static int pools(const struct mp_plot_pools *plot, FILE *out, const char *path)
 	} parts[] = {
 		{"pool-prefill", "prefill", plot->prefill_gpus, plot->prefill_unit, 0},
 		{"pool-decode", "decode", plot->decode_gpus, plot->decode_unit, 1},
-		{"pool-spare", "spare", plot->spare_gpus, 0, 7},
+		{"pool-spare", "spare", plot->spare_gpus, 0, 2},
 	};
 	double x = x0, y = top + 20, h = 48;
 	for (size_t i = 0; i < 3 && rc == 0; i++) {
@@ -211,11 +211,16 @@ static int pools(const struct mp_plot_pools *plot, FILE *out, const char *path)
 			continue;
 		}
 		rc = mp_svg_rect(svg, x, y, w, h, parts[i].color, parts[i].id, label);
-		snprintf(id, sizeof(id), "%s-label", parts[i].id);
-		/* Labels under the bar, staggered so that narrow parts stay legible. */
+		/* A legend under the bar: a swatch and the part's figures, one
+		 * line each, so that narrow parts stay legible. */
+		double ly = y + h + 22 + 20 * (double)i;
+		snprintf(id, sizeof(id), "%s-swatch", parts[i].id);
 		if (rc == 0) {
-			rc = mp_svg_text(svg, x, y + h + 20 + 18 * (double)i, MP_SVG_START, 13, false,
-					 "label", id, label);
+			rc = mp_svg_rect(svg, x0, ly - 11, 12, 12, parts[i].color, id, NULL);
+		}
+		snprintf(id, sizeof(id), "%s-label", parts[i].id);
+		if (rc == 0) {
+			rc = mp_svg_text(svg, x0 + 18, ly, MP_SVG_START, 13, false, "label", id, label);
 		}
 		x += w;
 	}

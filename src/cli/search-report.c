@@ -79,10 +79,9 @@ int cli_search_front(const char *path, const struct mp_deploy *d, const struct m
 		}
 	}
 	char title[256], chosen[160], target[96];
-	snprintf(title, sizeof(title), "%s %s on %s: throughput per GPU against %s",
+	snprintf(title, sizeof(title), "%s %s on %s: Pareto front",
 		 sc->model.name ? sc->model.name : "model", decode ? "decode" : "prefill",
-		 spec->hardware.name ? spec->hardware.name : "GPUs",
-		 decode ? "speed per user" : "time to first token");
+		 spec->hardware.name ? spec->hardware.name : "GPUs");
 	struct mp_plot_front plot;
 	mp_plot_front_init(&plot);
 	plot.title = title;
