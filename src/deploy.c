@@ -237,7 +237,7 @@ static const char *const overlap_names[] = {"none", "two_batch", "full"};
 struct grid {
 	uint32_t widths[512];
 	size_t n_widths;
-	uint32_t tp[4];
+	uint32_t tp[8];
 	size_t n_tp;
 	int overlaps[3];
 };
@@ -256,10 +256,14 @@ static void make_grid(const struct mp_model *model, const struct mp_phase_spec *
 			g->widths[g->n_widths++] = w;
 		}
 	}
+	/* Tensor-parallel attention groups of 2..8 GPUs within the scale-up
+	 * domain that split the query heads evenly (when the model gives
+	 * them); each width takes those that divide it (cb_max_batch). */
+	uint32_t heads = model->attention.heads;
 	g->n_tp = 0;
 	g->tp[g->n_tp++] = 1;
-	for (uint32_t tp = 2; tp <= 8; tp *= 2) {
-		if (tp <= domain) {
+	for (uint32_t tp = 2; tp <= 8; tp++) {
+		if (tp <= domain && (heads == 0 || heads % tp == 0)) {
 			g->tp[g->n_tp++] = tp;
 		}
 	}
@@ -276,7 +280,7 @@ static struct mp_search_space space_of(const struct grid *g, bool decode,
 		.attention_tp = g->tp, .n_attention = g->n_tp,
 		.overlaps = g->overlaps, .n_overlaps = 3, .overlap_names = overlap_names,
 		.batch_unit = decode ? 1 : opts->chunk_unit_tokens,
-		.geometric_ratio = decode && opts->all_batches ? 0 : opts->grid_ratio,
+		.geometric_ratio = opts->all_batches ? 0 : opts->grid_ratio,
 		.batch_cap = decode ? 0 : opts->max_chunk_tokens,
 	};
 }

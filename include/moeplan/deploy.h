@@ -10,13 +10,14 @@
  *   widths     1, 2, 4, every multiple of 8, and G, up to min(E, the GPU
  *              budget), where the phase's slot rule (scenario.h) gives a
  *              slot count;
- *   attention  data-parallel, and tensor-parallel groups of 2, 4 and 8
- *              within the scale-up domain (tp <= G, tp divides the width);
+ *   attention  data-parallel, and tensor-parallel groups of 2..8 GPUs
+ *              within the scale-up domain (tp <= G, tp divides the width
+ *              and the model's query heads when it gives them);
  *   overlap    none, two_batch and full (step.h);
  *   batch      decode: requests per GPU from 1 to the HBM limit
- *              (mp_step_max_requests), every one or a geometric grid;
- *              prefill: chunk tokens per GPU in multiples of chunk_unit up
- *              to the HBM limit (capacity.h) or max_chunk_tokens.
+ *              (mp_step_max_requests); prefill: chunk tokens per GPU in
+ *              multiples of chunk_unit up to the HBM limit (capacity.h) or
+ *              max_chunk_tokens; every one (all_batches) or a geometric grid.
  * The decode context is the phase's context_tokens (the mean KV length);
  * a prefill prompt is isl tokens of which cached_fraction is a cached
  * prefix (the step attends to it, computes the rest).
@@ -53,7 +54,7 @@ struct mp_deploy_options {
 	double tpot_s;              /**< decode target, 0 = none */
 	double ttft_s;              /**< prefill target, 0 = none */
 	double acceptance;          /**< decode: fraction of drafted tokens accepted (step.h), default 0 */
-	bool all_batches;           /**< every decode batch (default: geometric) */
+	bool all_batches;           /**< every batch (default: a geometric grid) */
 	double grid_ratio;          /**< geometric grid ratio (default 2^(1/8) = 1.0905) */
 	double chunk_unit_tokens;   /**< prefill chunks are multiples of this (default 1,024) */
 	double max_chunk_tokens;    /**< largest prefill chunk tried (default 65,536) */

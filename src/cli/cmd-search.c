@@ -55,7 +55,8 @@ static const struct cli_option_help search_help[] = {
 	{"F", "fraction of prompt tokens served from a prefix cache, [0, 1) (default 0)"},
 	{"T", "decode target: time per output token, e.g. '50 ms' (default: none)"},
 	{"T", "prefill target: time to first token, e.g. '2 s' (default: none)"},
-	{"GRID", "decode batches: geometric (default, ratio 2^(1/8)) or all (1 .. HBM limit)"},
+	{"GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
+		 "                                 prefill every 1,024-token chunk)"},
 	{"FMT", "text (default), yaml or json"},
 	{"FILE", "write the result to FILE atomically ('-' = stdout, the default)"},
 	{"FILE", "draw the decode Pareto front (SVG) to FILE (default: none)"},
@@ -72,7 +73,7 @@ const struct cli_command_help cmd_search_help = {
 		    "                      [--tpot T] [--ttft T] [--format text|yaml|json] [-o FILE] [--svg FILE]",
 	.description =
 		"Searches the deployments of a scenario: per phase every EP width, attention\n"
-		"(data-parallel or tensor-parallel groups of 2, 4, 8 within the scale-up domain),\n"
+		"(data-parallel or tensor-parallel groups of 2..8 within the scale-up domain),\n"
 		"overlap mode (none, two_batch, full) and batch per GPU, each predicted with the\n"
 		"serving-step model. Keeps the Pareto front of output tokens/s per GPU against\n"
 		"tokens/s per user (decode) and of input tokens/s per GPU against TTFT (prefill),\n"
