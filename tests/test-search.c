@@ -734,14 +734,16 @@ static void search__cli(void **state)
 	(void)state;
 	char dir[] = "/tmp/moeplan-search-XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	char a[4200], b[4200], svg[4200], md[4200], pic[4200];
+	char a[4200], b[4200], svg[4200], md[4200], pic[4200], map[4200];
 	snprintf(a, sizeof(a), "%s/a.json", dir);
 	snprintf(b, sizeof(b), "%s/b.json", dir);
 	snprintf(svg, sizeof(svg), "%s/front.svg", dir);
 	snprintf(md, sizeof(md), "%s/r.md", dir);
+	snprintf(map, sizeof(map), "%s/map.json", dir);
 	const char *scenario = src_path("tests/data/search/scenario.yaml");
 	struct cli_result r = cli_run("search", scenario, "--format", "json", "-o", a, "--threads", "1",
-				      "--svg", svg, "--report", md, NULL);
+				      "--svg", svg, "--report", md, "--export", "sglang",
+				      "--export-output", map, NULL);
 	assert_int_equal(r.status, 0);
 	cli_result_free(&r);
 	r = cli_run("search", scenario, "--format", "json", "-o", b, "--threads", "2", NULL);
@@ -779,6 +781,11 @@ static void search__cli(void **state)
 		free(t);
 		unlink(pic);
 	}
+	t = cli_slurp(map);
+	assert_non_null(t);
+	assert_non_null(strstr(t, "\"physical_to_logical_map\""));
+	free(t);
+	unlink(map);
 	unlink(a);
 	unlink(b);
 	unlink(svg);
@@ -798,6 +805,12 @@ static void search__cli_errors(void **state)
 	assert_non_null(strstr(r.err, "either --gpus or --request-rate"));
 	cli_result_free(&r);
 	r = cli_run("search", scenario, "--batches", "some", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--export-output", "m.json", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--export", "sglang", "--no-placement", NULL);
 	assert_int_equal(r.status, 2);
 	cli_result_free(&r);
 	r = cli_run("search", scenario, "--isl", "100", "--isl", "200", NULL);

@@ -25,6 +25,8 @@ enum {
 	OPT_NO_PLACEMENT,
 	OPT_TIME_LIMIT,
 	OPT_THREADS,
+	OPT_EXPORT,
+	OPT_EXPORT_OUTPUT,
 };
 
 static const struct option search_options[] = {
@@ -43,6 +45,8 @@ static const struct option search_options[] = {
 	{"no-placement", no_argument, NULL, OPT_NO_PLACEMENT},
 	{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
 	{"threads", required_argument, NULL, OPT_THREADS},
+	{"export", required_argument, NULL, OPT_EXPORT},
+	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
 	{"help", no_argument, NULL, 'h'},
 	{0},
 };
@@ -64,6 +68,9 @@ static const struct cli_option_help search_help[] = {
 	{NULL, "skip placement in the loop and the chosen widths' placements (factor 1)"},
 	{"SECONDS", "wall-clock safety limit of each placement run (default: the scenario's)"},
 	{"N", "solver threads (default: number of CPUs; results do not depend on it)"},
+	{"ENGINE", "write the chosen decode placement as an sglang map (--init-expert-location JSON)\n"
+		   "                                 to -o instead of the result, or to --export-output (default: none)"},
+	{"FILE.json", "with --export: the engine map goes to FILE.json and the result to -o (default: none)"},
 	{NULL, "show this help"},
 };
 
@@ -259,7 +266,7 @@ static int print_search(void *user, FILE *out)
 /* ---------------------------------------------------------------- main */
 
 struct args {
-	const char *path, *output, *svg, *report;
+	const char *path, *output, *svg, *report, *export_format, *export_output;
 	enum cli_output format;
 	bool gpus_given, rate_given;
 	struct mp_deploy_options cli;  /* values given on the command line */
@@ -340,6 +347,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 			ok = cli_parse_u32("search", "threads", optarg, 1, 1024, &a->cli.place.threads);
 			a->threads = true;
 			break;
+		case OPT_EXPORT:
+			ok = cli_parse_export("search", optarg);
+			a->export_format = optarg;
+			break;
+		case OPT_EXPORT_OUTPUT:
+			a->export_output = optarg;
+			break;
 		case 'h':
 			cli_print_help(&cmd_search_help, stdout);
 			return -1;
@@ -355,6 +369,16 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return cli_usage("search", "expected one SCENARIO, got %d arguments", argc - optind);
 	}
 	a->path = argv[optind];
+	if (a->export_output && !a->export_format) {
+		return cli_usage("search", "--export-output needs --export sglang");
+	}
+	if (a->export_format && a->no_placement) {
+		return cli_usage("search", "--export needs the placement: drop --no-placement");
+	}
+	if (a->export_format &&
+	    !cli_export_name_ok("search", a->export_output ? a->export_output : a->output)) {
+		return EXIT_USAGE;
+	}
 	if (a->gpus_given && a->rate_given) {
 		return cli_usage("search", "give either --gpus or --request-rate, not both");
 	}
@@ -400,8 +424,8 @@ int cmd_search(int argc, char **argv)
 	if (status != EXIT_OK) {
 		return status < 0 ? EXIT_OK : status;
 	}
-	const char *outputs[] = {a.output, a.svg, a.report};
-	if (!cli_outputs_spare_inputs("search", outputs, 3, (const char *[]){a.path}, 1)) {
+	const char *outputs[] = {a.output, a.svg, a.report, a.export_output};
+	if (!cli_outputs_spare_inputs("search", outputs, 4, (const char *[]){a.path}, 1)) {
 		return EXIT_USAGE;
 	}
 	struct mp_diags diags;
@@ -411,12 +435,13 @@ int cmd_search(int argc, char **argv)
 	struct mp_deploy d;
 	mp_deploy_init(&d);
 	struct mp_deploy_options opts;
+	struct cli_layers layers = {0};
 	status = EXIT_INPUT;
 	int rc = mp_load_scenario(a.path, &sc, &diags);
 	if (rc) {
 		goto out;
 	}
-	status = cli_check_outputs(outputs, 3);
+	status = cli_check_outputs(outputs, 4);
 	if (status != EXIT_OK) {
 		goto out;
 	}
@@ -441,10 +466,37 @@ int cmd_search(int argc, char **argv)
 	}
 	if (status == EXIT_OK) {
 		struct run r = {.sc = &sc, .opts = &opts, .d = &d};
-		if (a.format == CLI_OUTPUT_TEXT) {
-			status = cli_write_text(a.output, print_search, &r);
-		} else {
-			status = cli_emit_doc(mp_deploy_to_doc(&d, &sc, &opts), a.output, a.format);
+		struct mp_doc *doc = a.format == CLI_OUTPUT_TEXT ? NULL : mp_deploy_to_doc(&d, &sc, &opts);
+		if (d.placed) {
+			cli_report_time_limit("search",
+					      (const struct mp_placement *const[]){&d.prefill_placement,
+										&d.decode_placement},
+					      2, opts.place.time_limit_s, doc);
+		}
+		if (a.export_format && d.placed) {
+			rc = cli_layers_from_model(&layers, &sc.model, d.loads.layer_ids, d.loads.n_layers);
+			if (rc) {
+				cli_error("%s: %s", a.path, mp_strerror(rc));
+				rc = 0;
+				status = EXIT_INPUT;
+			}
+		}
+		const char *main_out = a.export_format && !a.export_output ? NULL : a.output;
+		if (status == EXIT_OK && a.export_format && !a.export_output) {
+			status = cli_export_map(&d.decode_placement, &layers, a.export_format, a.output);
+		}
+		if (status == EXIT_OK && (!a.export_format || a.export_output)) {
+			if (a.format == CLI_OUTPUT_TEXT) {
+				status = cli_write_text(main_out, print_search, &r);
+			} else {
+				status = cli_emit_doc(doc, main_out, a.format);
+				doc = NULL;
+			}
+		}
+		mp_doc_destroy(doc);
+		if (status == EXIT_OK && a.export_format && a.export_output) {
+			status = cli_export_map(&d.decode_placement, &layers, a.export_format,
+						a.export_output);
 		}
 	}
 	if (status == EXIT_OK && !(d.prefill.has_choice && d.decode.has_choice)) {
@@ -460,6 +512,7 @@ out:
 	if (rc && diags.count == 0) {
 		cli_error("%s: %s", a.path, mp_strerror(rc));
 	}
+	cli_layers_finish(&layers);
 	mp_deploy_finish(&d);
 	mp_scenario_finish(&sc);
 	mp_diags_finish(&diags);
