@@ -15,6 +15,7 @@
 
 #include "cli-run.h"
 #include "moeplan/loader.h"
+#include "moeplan/plan.h"
 #include "sglang-check.h"
 
 #define DIR "tests/data/engines/"
@@ -250,6 +251,159 @@ static void engines__check_static_dispatch_by_hand(void **state)
 	unlink(loads);
 }
 
+/* Layer numbering from Hugging Face configs, by the configs' own rules
+ * (written here by hand): DeepSeek-V3 61 layers, first_k_dense_replace 3
+ * -> MoE 3..60; Llama 4 Maverick text_config 48 layers,
+ * interleave_moe_layer_step 2 -> MoE 1, 3, ..., 47; OLMoE 16, all MoE. */
+static void engines__hf_layer_numbering(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		uint32_t hidden, moe, first, step;
+	} cases[] = {
+		{"tests/data/hf/deepseek-v3.config.json", 61, 58, 3, 1},
+		{"tests/data/hf/llama4-maverick.config.json", 48, 24, 1, 2},
+		{"tests/data/hf/olmoe-1b-7b.config.json", 16, 16, 0, 1},
+		{"plans/models/llama4-maverick.yaml", 48, 24, 1, 2},
+		{"plans/models/kimi-k2.yaml", 61, 60, 1, 1},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mp_model m;
+		mp_model_init(&m);
+		struct mp_diags d;
+		mp_diags_init(&d);
+		assert_int_equal(mp_load_model(src_path(cases[i].file), &m, &d), 0);
+		assert_int_equal(mp_model_hidden_layers(&m), cases[i].hidden);
+		assert_int_equal(m.moe_layers, cases[i].moe);
+		for (uint32_t k = 0; k < m.moe_layers; k++) {
+			uint32_t want = cases[i].first + k * cases[i].step;
+			if (mp_model_moe_layer_id(&m, k) != want) {
+				fail_msg("%s: MoE layer %u is %u, expected %u", cases[i].file, k,
+					 mp_model_moe_layer_id(&m, k), want);
+			}
+			assert_int_equal(mp_model_moe_index(&m, want), k);
+		}
+		if (cases[i].first > 0) {
+			assert_int_equal(mp_model_moe_index(&m, 0), UINT32_MAX);
+		}
+		mp_model_finish(&m);
+		mp_diags_finish(&d);
+	}
+}
+
+static const char *write_tmp(const char *name, const char *text)
+{
+	static char bufs[4][128];
+	static int next;
+	char *b = bufs[next++ % 4];
+	snprintf(b, 128, "/tmp/test-engines-%d-%s", (int)getpid(), name);
+	FILE *f = fopen(b, "w");
+	fputs(text, f);
+	fclose(f);
+	return b;
+}
+
+/* Qwen's mlp_only_layers and decoder_sparse_step (a config written here):
+ * 8 layers, step 2 -> (i + 1) % 2 == 0: 1, 3, 5, 7; mlp_only [3] -> 1, 5, 7. */
+static void engines__qwen_mlp_only_layers(void **state)
+{
+	(void)state;
+	const char *cfg = write_tmp("qwen.json",
+		"{\"architectures\": [\"Qwen2MoeForCausalLM\"], \"model_type\": \"qwen2_moe\",\n"
+		" \"hidden_size\": 256, \"num_hidden_layers\": 8, \"num_experts\": 8,\n"
+		" \"num_experts_per_tok\": 2, \"moe_intermediate_size\": 64, \"intermediate_size\": 512,\n"
+		" \"decoder_sparse_step\": 2, \"mlp_only_layers\": [3], \"num_attention_heads\": 4,\n"
+		" \"num_key_value_heads\": 4, \"vocab_size\": 1000, \"shared_expert_intermediate_size\": 0}\n");
+	struct mp_model m;
+	mp_model_init(&m);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	int rc = mp_load_model(cfg, &m, &d);
+	for (size_t k = 0; k < d.count; k++) {
+		mp_diag_print(&d.items[k], stderr);
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(m.moe_layers, 3);
+	assert_int_equal(m.dense_layers, 5);
+	assert_int_equal(mp_model_moe_layer_id(&m, 0), 1);
+	assert_int_equal(mp_model_moe_layer_id(&m, 1), 5);
+	assert_int_equal(mp_model_moe_layer_id(&m, 2), 7);
+	mp_model_finish(&m);
+	mp_diags_finish(&d);
+	unlink(cfg);
+}
+
+/* CSV layer identity: a '# layers:' line, or a 'layer' column. A plan
+ * drops a dense layer's all-zero row and refuses loads on a dense layer. */
+static void engines__csv_layer_ids(void **state)
+{
+	(void)state;
+	const char *a = write_tmp("a.csv", "# source: test\n# layers: 1, 4\n1,2,3\n4,5,6\n");
+	const char *b = write_tmp("b.csv", "layer,e0,e1,e2\n1,1,2,3\n4,4,5,6\n");
+	const char *bad = write_tmp("bad.csv", "# layers: 4, 1\n1,2,3\n4,5,6\n");
+	const char *few = write_tmp("few.csv", "# layers: 1\n1,2,3\n4,5,6\n");
+	struct mp_loads la, lb;
+	mp_loads_init(&la);
+	mp_loads_init(&lb);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_loads(a, &la, &d), 0);
+	assert_int_equal(mp_load_loads(b, &lb, &d), 0);
+	assert_int_equal(la.n_layers, 2);
+	assert_int_equal(lb.n_layers, 2);
+	assert_int_equal(lb.n_experts, 3);
+	assert_memory_equal(la.w, lb.w, 6 * sizeof(double));
+	assert_int_equal(la.layer_ids[0], 1);
+	assert_int_equal(la.layer_ids[1], 4);
+	assert_int_equal(lb.layer_ids[1], 4);
+	assert_string_equal(la.source, "test");
+	struct mp_loads x;
+	mp_loads_init(&x);
+	assert_int_equal(mp_load_loads(bad, &x, &d), MP_EINVAL);
+	assert_int_equal(mp_load_loads(few, &x, &d), MP_EINVAL);
+	mp_diags_finish(&d);
+	/* a model of 5 layers, MoE 1..4 (dense first): layer 1 and 4 kept */
+	struct mp_model m;
+	mp_model_init(&m);
+	m.moe_layers = 4;
+	m.dense_layers = 1;
+	m.routed_experts = 3;
+	mp_diags_init(&d);
+	assert_int_equal(mp_plan_layers(&m, &la, &d), 0);
+	assert_int_equal(la.n_layers, 2);
+	/* SGLang-style rows for every hidden layer: the dense row must be zero */
+	struct mp_loads all;
+	mp_loads_init(&all);
+	assert_int_equal(mp_loads_alloc(&all, 5, 3), 0);
+	uint32_t ids[5] = {0, 1, 2, 3, 4};
+	assert_int_equal(mp_loads_set_layer_ids(&all, ids), 0);
+	all.hidden_layers = 5;
+	for (uint32_t i = 3; i < 15; i++) {
+		all.w[i] = 1;
+	}
+	assert_int_equal(mp_plan_layers(&m, &all, &d), 0);
+	assert_int_equal(all.n_layers, 4);
+	assert_int_equal(all.layer_ids[0], 1);
+	all.w[0] = 0;
+	mp_loads_finish(&all);
+	mp_loads_init(&all);
+	assert_int_equal(mp_loads_alloc(&all, 5, 3), 0);
+	assert_int_equal(mp_loads_set_layer_ids(&all, ids), 0);
+	all.w[1] = 7; /* load on dense layer 0 */
+	assert_int_equal(mp_plan_layers(&m, &all, &d), MP_EINVAL);
+	assert_non_null(strstr(d.items[d.count - 1].message, "a dense layer of the model"));
+	mp_loads_finish(&all);
+	mp_model_finish(&m);
+	mp_diags_finish(&d);
+	mp_loads_finish(&la);
+	mp_loads_finish(&lb);
+	unlink(a);
+	unlink(b);
+	unlink(bad);
+	unlink(few);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -259,6 +413,9 @@ int main(void)
 		cmocka_unit_test(engines__round_trip_passes_sglang_rules),
 		cmocka_unit_test(engines__check_scores_duplicates),
 		cmocka_unit_test(engines__check_static_dispatch_by_hand),
+		cmocka_unit_test(engines__hf_layer_numbering),
+		cmocka_unit_test(engines__qwen_mlp_only_layers),
+		cmocka_unit_test(engines__csv_layer_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
