@@ -349,6 +349,9 @@ static int stage_heuristic(struct layer_search *ls)
 	return STAGE_NEXT;
 }
 
+/* Smallest gap for which stage_settle runs the exact search. */
+#define PL_BB_MIN_GAP 1e-4
+
 /* Stage 1b: small layers, the exact branch and bound (exact-bb.c): when
  * it proves the optimum, GLPK is not needed. */
 static int stage_exact(struct layer_search *ls)
@@ -383,9 +386,14 @@ static int stage_settle(struct layer_search *ls)
 	if (ls->proven) {
 		return 0;
 	}
+	/* The search only where its budget can matter: small layers, or a gap
+	 * above PL_BB_MIN_GAP (a plan within 1e-4 of its bound on many slots
+	 * is beyond what it closes in its budget, and node policies run it
+	 * for every node). */
+	bool search = !ls->work.timed_out && !ls->bb_done && ls->best.max > 0
+		      && (ls->prob.N <= PL_MIP_MAX_ITEMS || gap_of(ls) > PL_BB_MIN_GAP);
 	struct pl_settle st;
-	int rc = pl_exact_settle(&ls->prob, &ls->best, ls->lb, ls->opts->effort,
-				 !ls->work.timed_out && !ls->bb_done, &st);
+	int rc = pl_exact_settle(&ls->prob, &ls->best, ls->lb, ls->opts->effort, search, &st);
 	if (rc != 0) {
 		return rc;
 	}
