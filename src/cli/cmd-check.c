@@ -61,8 +61,9 @@ const struct cli_command_help cmd_check_help = {
 	.options = check_options,
 	.help = check_help,
 	.examples =
-		"  moeplan check plan.yaml --loads plans/traces/olmoe_c4.csv\n"
-		"  moeplan check sglang_map.json --gpus 64\n",
+		"  moeplan place plans/traces/olmoe_c4.csv --gpus 8 --slots 72 -o placement.yaml\n"
+		"  moeplan check placement.yaml --loads plans/traces/olmoe_github.csv\n"
+		"  moeplan check tests/data/maps/eplb-sglang.json --gpus 8 --experts 12\n",
 };
 
 struct check_args {

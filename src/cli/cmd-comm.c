@@ -132,9 +132,10 @@ static int print_comm(void *user, FILE *f)
 	const struct mp_comm *c = r->c;
 	uint32_t max_nodes = r->max_nodes;
 	char fl[32], rf[32], sf[32], pk[32];
-	fprintf(f, "%s on %s: EP%u = %u node%s of %u GPUs, %.6g tokens per GPU, one MoE layer\n",
+	fprintf(f, "%s on %s: EP%u = %u node%s of %u GPU%s, %.6g tokens per GPU, one MoE layer\n",
 		m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)", c->ep,
-		c->nodes, c->nodes == 1 ? "" : "s", c->gpus_per_node, c->tokens_per_gpu);
+		c->nodes, c->nodes == 1 ? "" : "s", c->gpus_per_node, c->gpus_per_node == 1 ? "" : "s",
+		c->tokens_per_gpu);
 	fprintf(f, "per token  %u visits x %.6g B = %.6g B (%s in, %s out); %.3f destination nodes",
 		m->top_k, c->bytes_per_token / (double)m->top_k, c->bytes_per_token,
 		mp_format_name(m->dispatch_format), mp_format_name(m->combine_format),

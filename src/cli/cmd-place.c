@@ -87,7 +87,8 @@ const struct cli_command_help cmd_place_help = {
 	.help = place_help,
 	.examples =
 		"  moeplan place plans/traces/olmoe_c4.csv --gpus 8 --slots 72\n"
-		"  moeplan place loads.csv --gpus 64 --slots 448 --time-limit 2 --format json -o p.json\n",
+		"  moeplan place plans/traces/switch128_bookcorpus.csv --gpus 16 --slots 144 --time-limit 2 \\\n"
+		"      --format json -o placement.json\n",
 };
 
 struct place_args {

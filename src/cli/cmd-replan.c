@@ -139,8 +139,11 @@ const struct cli_command_help cmd_replan_help = {
 	.options = replan_options,
 	.help = replan_help,
 	.examples =
-		"  moeplan replan --plan plan.yaml --loads window.csv --max-moves 25% -o new.yaml\n"
-		"  moeplan replan --plan map.json --gpus 8 --loads counts.json --pareto --svg front.svg\n",
+		"  moeplan place plans/traces/qwen15moe_bookcorpus.winA.csv --gpus 8 --slots 72 -o old.yaml\n"
+		"  moeplan replan --plan old.yaml --loads plans/traces/qwen15moe_bookcorpus.winB.csv \\\n"
+		"      --max-moves 25% -o new.yaml\n"
+		"  moeplan replan --plan old.yaml --loads plans/traces/qwen15moe_bookcorpus.winB.csv \\\n"
+		"      --pareto --svg front.svg\n",
 };
 
 struct replan_args {
@@ -360,8 +363,9 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	char b1[32];
 	char b2[32];
 	uint32_t N = cur->gpus * cur->slots_per_gpu;
-	fprintf(f, "re-plan of %s (%u layers, %u GPUs x %u slots, %u experts) for %s\n", a->plan,
-		cur->n_layers, cur->gpus, cur->slots_per_gpu, cur->n_experts, a->loads);
+	fprintf(f, "re-plan of %s (%u layer%s, %u GPU%s x %u slot%s, %u experts) for %s\n", a->plan,
+		cur->n_layers, cur->n_layers == 1 ? "" : "s", cur->gpus, cur->gpus == 1 ? "" : "s",
+		cur->slots_per_gpu, cur->slots_per_gpu == 1 ? "" : "s", cur->n_experts, a->loads);
 	if (a->opts.cost_mode) {
 		fprintf(f, "objective: expert time over %g steps at %g s per layer, plus %g s per move\n",
 			a->opts.horizon_steps, a->opts.layer_time_s, a->opts.move_cost_s);
@@ -386,10 +390,14 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	cli_si(r->link_bw_bytes_per_s, "B/s", b2, sizeof(b2));
 	fprintf(f, "total: %zu moves, %s (%llu B per expert), estimated transfer %.3g s at %s per GPU\n",
 		r->n_moves, b1, (unsigned long long)r->expert_bytes, r->transfer_s, b2);
-	fprintf(f, "sum of busiest-GPU loads: %.6g -> %.6g (from scratch %.6g, bound %.6g): "
-		"gain %.2f%%, %.1f%% of the from-scratch improvement\n",
-		r->sum_before, r->sum_after, r->sum_scratch, r->sum_bound, 100.0 * r->gain,
-		100.0 * r->recovered);
+	fprintf(f, "sum of busiest-GPU loads: %.6g -> %.6g (from scratch %.6g, bound %.6g): gain %.2f%%",
+		r->sum_before, r->sum_after, r->sum_scratch, r->sum_bound, 100.0 * r->gain);
+	if (r->sum_before > r->sum_scratch) {
+		fprintf(f, ", %.1f%% of the from-scratch improvement\n", 100.0 * r->recovered);
+	} else {
+		/* nothing to recover: a share of nothing would read as 100% */
+		fprintf(f, "; from scratch gains nothing either\n");
+	}
 	if (r->kept) {
 		fprintf(f, "predicted gain %.2f%% is below --min-gain %.2f%%: keeping the current plan\n",
 			100.0 * r->kept_gain, 100.0 * a->opts.min_gain);
