@@ -265,7 +265,7 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	for (size_t round = 0;; round++) {
 		size_t chosen = widths->chosen;
 		rc = place_pick(sc, opts, loads, prefill, &place, out, diags);
-		if (rc || prefill) {
+		if (rc) {
 			return rc;
 		}
 		struct mp_width_candidate *pick = &widths->items[chosen];

@@ -10,6 +10,7 @@
 #include "moeplan/placement.h"
 #include "moeplan/plan.h"
 #include "moeplan/scenario.h"
+#include "moeplan/step.h"
 
 /* The placement's quality over its MoE layers. */
 struct quality {
@@ -105,10 +106,37 @@ static void phase_cells(const struct mp_phase_plan *ph[2], const struct mp_phase
 			 m->ridge_tokens, m->compute_bound ? "compute" : "memory");
 	}
 	row(f, "tokens per expert", c.v[0], c.v[1]);
-	/* The step: the routed experts' roofline time, times the busiest
-	 * GPU's factor. Issue 12's serving-step model (attention,
-	 * dispatch/combine, TPOT/TTFT) adds its rows here once plans carry
-	 * it. */
+	/* The whole step (step.h: attention, experts, dispatch/combine and
+	 * what overlap hides), when the plan carries it. */
+	if (ph[0]->has_step || ph[1]->has_step) {
+		for (int i = 0; i < 2; i++) {
+			const struct mp_step *st = &ph[i]->step;
+			char t[32];
+			seconds(st->step_time_s, t, sizeof(t));
+			if (!ph[i]->has_step) {
+				snprintf(c.v[i], sizeof(c.v[i]), "-");
+			} else if (st->tpot_s > 0) {
+				char tp[32];
+				seconds(st->tpot_s, tp, sizeof(tp));
+				snprintf(c.v[i], sizeof(c.v[i]), "%s (TPOT %s)", t, tp);
+			} else if (st->ttft_s > 0) {
+				char tf[32];
+				seconds(st->ttft_s, tf, sizeof(tf));
+				snprintf(c.v[i], sizeof(c.v[i]), "%s (TTFT %s)", t, tf);
+			} else {
+				snprintf(c.v[i], sizeof(c.v[i]), "%s", t);
+			}
+		}
+		row(f, "step time", c.v[0], c.v[1]);
+		for (int i = 0; i < 2; i++) {
+			const struct mp_step *st = &ph[i]->step;
+			snprintf(c.v[i], sizeof(c.v[i]), ph[i]->has_step ? "%.4g %s tokens/s" : "-",
+				 st->tokens_per_s_per_gpu, i == 0 ? "input" : "output");
+		}
+		row(f, "  per GPU", c.v[0], c.v[1]);
+	}
+	/* The routed experts alone: their roofline time, times the busiest
+	 * GPU's factor. */
 	for (int i = 0; i < 2; i++) {
 		char t[32];
 		seconds(ph[i]->roofline.time_s, t, sizeof(t));
