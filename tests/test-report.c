@@ -169,7 +169,8 @@ static int teardown(void **state)
 	(void)state;
 	static const char *const names[] = {
 		"plan.yaml", "load.svg", "r.md", "r-decode-roofline.svg", "r-decode-heatmap.svg",
-		"r-prefill-roofline.svg", "r-prefill-heatmap.svg",
+		"r-prefill-roofline.svg", "r-prefill-heatmap.svg", "r-decode-step.svg",
+		"r-prefill-step.svg",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		unlink(out_path(0, names[i]));
@@ -184,7 +185,7 @@ static void report__writes_the_report_and_its_pictures(void **state)
 	assert_int_equal(plan_status, 0);
 	static const char *const svgs[] = {
 		"load.svg", "r-decode-roofline.svg", "r-decode-heatmap.svg", "r-prefill-roofline.svg",
-		"r-prefill-heatmap.svg",
+		"r-prefill-heatmap.svg", "r-decode-step.svg", "r-prefill-step.svg",
 	};
 	for (size_t i = 0; i < sizeof(svgs) / sizeof(svgs[0]); i++) {
 		char *doc = read_out(svgs[i]);
@@ -193,6 +194,19 @@ static void report__writes_the_report_and_its_pictures(void **state)
 		}
 		free(doc);
 	}
+	/* The step bars: one bar per evaluated decode width (EP1, 2, 4, 8 and
+	 * the rejected EP16), each with its attention segment and a step
+	 * tick, and the report links them. */
+	char *bars = read_out("r-decode-step.svg");
+	for (int i = 0; i < 5; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "id=\"bar-%d-attention\"", i);
+		assert_non_null(strstr(bars, id));
+		snprintf(id, sizeof(id), "id=\"step-%d\"", i);
+		assert_non_null(strstr(bars, id));
+	}
+	assert_null(strstr(bars, "id=\"step-5\""));
+	free(bars);
 	/* --svg draws the same decode heatmap the report embeds. */
 	char *a = read_out("load.svg");
 	char *b = read_out("r-decode-heatmap.svg");
@@ -210,7 +224,7 @@ static void report__writes_the_report_and_its_pictures(void **state)
 		"| MoE layers placed | 3 | 3 |",
 		/* Linked by name, next to the report. */
 		"](r-decode-roofline.svg)", "](r-decode-heatmap.svg)", "](r-prefill-roofline.svg)",
-		"](r-prefill-heatmap.svg)",
+		"](r-prefill-heatmap.svg)", "](r-decode-step.svg)", "](r-prefill-step.svg)",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		if (!strstr(md, want[i])) {

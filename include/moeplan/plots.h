@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "moeplan/step.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -206,6 +208,27 @@ struct mp_plot_pools {
  * MP_ENOMEM or MP_EIO. */
 int mp_plot_pools_write(const struct mp_plot_pools *plot, FILE *out);
 int mp_plot_pools_save(const struct mp_plot_pools *plot, const char *path);
+
+/** One bar of mp_plot_step_bars: a candidate width's step. */
+struct mp_plot_step_bar {
+	const char *label;            /**< e.g. "EP144, 148 req" (required) */
+	const char *note;             /**< right of the bar, e.g. "3789 tok/s/GPU"; may be NULL */
+	const struct mp_step *step;   /**< required */
+	bool chosen;                  /**< label in bold */
+};
+
+struct mp_plot_step_bars {
+	const char *title;            /**< may be NULL */
+	const struct mp_plot_step_bar *bars;
+	size_t n_bars;                /**< >= 1 */
+};
+
+/** Each width's serving step as a horizontal stacked bar of its terms
+ * (step.h; ms, in the terms' order, one colour per term, a legend) with a
+ * black tick at the step time, written to path atomically. Every segment
+ * is a rect with id "bar-I-TERM" and a data-label with its time. Returns
+ * 0, MP_EINVAL (no bars, or every time 0) or the writer's error. */
+int mp_plot_step_bars_save(const struct mp_plot_step_bars *plot, const char *path);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "moeplan/plan.h"
+#include "moeplan/plots.h"
 #include "moeplan/widths.h"
 
 /* The phase's spec and plan. */
@@ -110,7 +111,7 @@ struct report {
 	const char *scenario_path;
 	const struct mp_widths *widths[2];     /* prefill, decode: the plan's own ranking */
 	struct cli_heatmap_stats heat[2];
-	char pictures[4][1024];                /* file names relative to the report */
+	char pictures[6][1024];                /* file names relative to the report */
 };
 
 /* A table cell: '|' would end the cell. */
@@ -312,9 +313,12 @@ static int write_report(void *user, FILE *f)
 	write_overview(f, r);
 
 	fprintf(f, "## EP widths: chosen and rejected\n\n"
-		   "Prefill takes the smallest width that fits in HBM; decode the fastest routed-expert "
-		   "step within the scale-up domain, ties to more tokens per expert "
-		   "(t = b k N / slots; the experts are compute-bound once t reaches t\\*).\n\n");
+		   "Each width is judged by the whole serving step (`moeplan step`): decode by output "
+		   "tokens/s per GPU at the largest batch that fits and meets slo.tpot (or the "
+		   "scenario's batch), prefill by input tokens/s per GPU under slo.ttft; GPUs a width "
+		   "leaves idle count against it; within 5%% is a tie, decode ties to more tokens per "
+		   "expert, prefill ties to the narrower (t = b k N / slots; the experts are "
+		   "compute-bound once t reaches t\\*).\n\n");
 	write_widths(f, r, false);
 	write_widths(f, r, true);
 
@@ -331,12 +335,60 @@ static int write_report(void *user, FILE *f)
 	fprintf(f, "## Pictures\n\n");
 	static const char *const captions[] = {
 		"decode roofline", "decode load per GPU, before and after", "prefill roofline",
-		"prefill load per GPU, before and after",
+		"prefill load per GPU, before and after", "decode step of each width",
+		"prefill step of each width",
 	};
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		fprintf(f, "![%s](%s)\n\n", captions[i], r->pictures[i]);
 	}
 	return ferror(f) ? MP_EIO : 0;
+}
+
+/* Each evaluated width's serving step as stacked bars (plots.h). */
+static int phase_step_bars(const char *path, const struct mp_plan *plan,
+			   const struct mp_scenario *sc, bool decode)
+{
+	const struct mp_phase_plan *ph = phase_plan(plan, decode);
+	const struct mp_widths *w = &ph->widths;
+	struct mp_plot_step_bar bars[24];
+	char labels[24][48], notes[24][160];
+	size_t n = 0;
+	for (size_t i = 0; i < w->count && n < 24; i++) {
+		const struct mp_width_candidate *c = &w->items[i];
+		if (!c->evaluated || !c->has_step) {
+			continue;
+		}
+		bool chosen = w->has_choice && i == w->chosen;
+		/* The chosen width is drawn with the plan's busiest GPU. */
+		const struct mp_step *step = chosen && ph->has_step ? &ph->step : &c->step;
+		if (decode) {
+			snprintf(labels[n], sizeof(labels[n]), "EP%u, %.0f req/GPU", c->width.ep, c->requests);
+		} else {
+			snprintf(labels[n], sizeof(labels[n]), "EP%u", c->width.ep);
+		}
+		snprintf(notes[n], sizeof(notes[n]), "%.4g %s tok/s/GPU, %s", step->tokens_per_s_per_gpu,
+			 decode ? "output" : "input", mp_width_verdict_name(c->verdict));
+		bars[n] = (struct mp_plot_step_bar){
+			.label = labels[n], .note = notes[n], .step = step, .chosen = chosen,
+		};
+		n++;
+	}
+	if (n == 0) {
+		return EXIT_OK; /* no width ran the step model: nothing to draw */
+	}
+	char title[256];
+	snprintf(title, sizeof(title), "%s %s: the serving step of each width (%s)",
+		 sc->model.name ? sc->model.name : "model", ph->phase,
+		 phase_spec(sc, decode)->hardware.name ? phase_spec(sc, decode)->hardware.name : "GPUs");
+	struct mp_plot_step_bars plot = {.title = title, .bars = bars, .n_bars = n};
+	int rc = mp_plot_step_bars_save(&plot, path);
+	if (rc) {
+		int err = errno;
+		cli_error("%s: cannot %s: %s", path, rc == MP_EIO ? "write" : "draw the picture",
+			  cli_write_error(rc, err));
+		return EXIT_INPUT;
+	}
+	return EXIT_OK;
 }
 
 int cli_plan_report(const char *path, const struct mp_plan *plan, const struct mp_scenario *sc,
@@ -344,10 +396,10 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 {
 	static const char *const suffix[] = {
 		"-decode-roofline.svg", "-decode-heatmap.svg", "-prefill-roofline.svg",
-		"-prefill-heatmap.svg",
+		"-prefill-heatmap.svg", "-decode-step.svg", "-prefill-step.svg",
 	};
 	struct report r = {.plan = plan, .sc = sc, .scenario_path = scenario_path};
-	char files[4][1024];
+	char files[6][1024];
 	int status = EXIT_OK;
 
 	/* STEM.md -> STEM-*.svg next to it; the report links them by name. */
@@ -357,7 +409,7 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 	}
 	const char *slash = strrchr(path, '/');
 	size_t base = slash ? (size_t)(slash - path) + 1 : 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		if (len + strlen(suffix[i]) >= sizeof(files[i])) {
 			cli_error("%s: path too long", path);
 			return EXIT_INPUT;
@@ -379,6 +431,12 @@ int cli_plan_report(const char *path, const struct mp_plan *plan, const struct m
 	}
 	if (status == EXIT_OK) {
 		status = cli_plan_heatmap(files[3], plan, sc, false, &r.heat[0]);
+	}
+	if (status == EXIT_OK) {
+		status = phase_step_bars(files[4], plan, sc, true);
+	}
+	if (status == EXIT_OK) {
+		status = phase_step_bars(files[5], plan, sc, false);
 	}
 	if (status == EXIT_OK) {
 		int rc = mp_write_atomic(path, write_report, &r);
