@@ -134,8 +134,13 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 	mp_doc_put_real(w, "tpot_s", opts->tpot_s);
 	mp_doc_put_real(w, "ttft_s", opts->ttft_s);
 	mp_doc_put(doc, "workload", w);
-	mp_doc_put(doc, "prefill", phase_doc(&dep->prefill));
-	mp_doc_put(doc, "decode", phase_doc(&dep->decode));
+	struct mp_doc *pre = phase_doc(&dep->prefill), *dec = phase_doc(&dep->decode);
+	if (dep->has_final && dep->placed) {
+		mp_doc_put(pre, "chosen_full_placement", point_doc(&dep->prefill_final));
+		mp_doc_put(dec, "chosen_full_placement", point_doc(&dep->decode_final));
+	}
+	mp_doc_put(doc, "prefill", pre);
+	mp_doc_put(doc, "decode", dec);
 	if (dep->has_pools) {
 		mp_doc_put(doc, "pools", pools_doc(&dep->pools));
 	}

@@ -415,8 +415,8 @@ static void pick_colocated(const struct mp_deploy_options *opts, struct mp_deplo
 static int size_pools(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
 		      struct mp_deploy *d)
 {
-	const struct mp_search_point *pp = &d->prefill.points[d->prefill.chosen];
-	const struct mp_search_point *dp = &d->decode.points[d->decode.chosen];
+	const struct mp_search_point *pp = &d->prefill_final;
+	const struct mp_search_point *dp = &d->decode_final;
 	double bw = fmin(sc->prefill.hardware.scale_out_bw_bytes_per_s,
 			 sc->decode.hardware.scale_out_bw_bytes_per_s);
 	d->kv_bytes_per_request = mp_model_kv_bytes_per_request(&sc->model, opts->isl);
@@ -455,6 +455,27 @@ static int place_phase(const struct mp_scenario *sc, const struct mp_place_optio
 		}
 	}
 	return mp_place(loads, ep, width.slots / ep, &p, out, diags);
+}
+
+/* The chosen point of a phase predicted again with the busiest-GPU factor
+ * of its full placement (every MoE layer), as `plan` computes it. */
+static int final_point(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
+		       const struct mp_loads *loads, const struct mp_placement *placement,
+		       const struct mp_search_point *chosen, struct mp_search_point *out)
+{
+	const struct mp_phase_spec *spec = chosen->cfg.phase == MP_PHASE_DECODE ? &sc->decode
+										: &sc->prefill;
+	struct ctx c = {.model = &sc->model, .hw = &spec->hardware, .spec = spec, .opts = opts};
+	double tpr = spec->tokens_per_request >= 1 ? spec->tokens_per_request : 1;
+	double tokens = chosen->cfg.phase == MP_PHASE_DECODE ? chosen->cfg.batch * tpr
+							     : chosen->cfg.batch;
+	tokens = fmin(tokens, MAX_FACTOR_TOKENS);
+	uint32_t t = tokens > 1 ? (uint32_t)lround(tokens) : 1;
+	double f = 1.0;
+	int rc = mp_simulate_factor(placement, loads, t, sc->model.top_k, opts->factor_steps, 1, &f);
+	*out = *chosen;
+	out->cfg.busiest_factor = f;
+	return rc ? rc : cb_evaluate(&c, &out->cfg, &out->eval);
 }
 
 int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
@@ -496,15 +517,6 @@ int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_option
 	if (rc == MP_ENOFIT) {
 		rc = mp_diags_add(diags, NULL, 0, 0, rc, "search: no EP width has a valid slot count");
 	}
-	if (rc == 0 && d.prefill.has_choice && d.decode.has_choice) {
-		rc = size_pools(sc, opts, &d);
-	}
-	if (rc == 0) {
-		pick_colocated(opts, &d);
-		d.colocated_wins = d.has_colocated &&
-				   (!d.has_pools ||
-				    d.colo.requests_per_s_per_gpu > d.pools.requests_per_s_per_gpu);
-	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	d.search_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 	t0 = t1;
@@ -517,6 +529,28 @@ int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_option
 					 diags);
 		}
 		d.placed = rc == 0;
+	}
+	if (rc == 0 && d.prefill.has_choice && d.decode.has_choice) {
+		d.prefill_final = d.prefill.points[d.prefill.chosen];
+		d.decode_final = d.decode.points[d.decode.chosen];
+		if (d.placed) {
+			rc = final_point(sc, opts, &d.loads, &d.prefill_placement,
+					 &d.prefill.points[d.prefill.chosen], &d.prefill_final);
+		}
+		if (rc == 0 && d.placed) {
+			rc = final_point(sc, opts, &d.loads, &d.decode_placement,
+					 &d.decode.points[d.decode.chosen], &d.decode_final);
+		}
+		if (rc == 0) {
+			d.has_final = true;
+			rc = size_pools(sc, opts, &d);
+		}
+	}
+	if (rc == 0) {
+		pick_colocated(opts, &d);
+		d.colocated_wins = d.has_colocated &&
+				   (!d.has_pools ||
+				    d.colo.requests_per_s_per_gpu > d.pools.requests_per_s_per_gpu);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	d.placement_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);

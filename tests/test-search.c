@@ -756,7 +756,7 @@ static void search__cli(void **state)
 	static const char *const keys[] = {
 		"\"moeplan\": \"search/v1\"", "\"front\"", "\"chosen\"", "\"runner_up\"", "\"why\"",
 		"\"pools\"", "\"prefill_to_decode\"", "\"kv_transfer_s\"", "\"colocated\"",
-		"\"winner\"", "\"placement\"", "\"loop_placements_time_limited\": 0", "\"tokens_per_s_per_user\"", "\"ttft_s\"",
+		"\"winner\"", "\"placement\"", "\"loop_placements_time_limited\": 0", "\"chosen_full_placement\"", "\"tokens_per_s_per_user\"", "\"ttft_s\"",
 	};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (!strstr(ta, keys[i])) {

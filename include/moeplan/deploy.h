@@ -73,8 +73,14 @@ struct mp_deploy {
 	struct mp_search_phase prefill;    /**< on the prefill pool's hardware */
 	struct mp_search_phase decode;     /**< on the decode pool's hardware */
 	struct mp_search_phase colocated;  /**< prefill on the decode pool (the aggregated option) */
+	bool has_final;
+	struct mp_search_point prefill_final; /**< the chosen points predicted again with the
+					        busiest-GPU factor of their full placement (every MoE
+					        layer, Monte Carlo as `plan`); = the chosen points
+					        without placement */
+	struct mp_search_point decode_final;
 	bool has_pools;
-	struct mp_pools pools;             /**< from the chosen prefill and decode points */
+	struct mp_pools pools;             /**< from prefill_final and decode_final */
 	double kv_bytes_per_request;       /**< mp_model_kv_bytes_per_request at isl */
 	bool has_colocated;
 	struct mp_colocated colo;          /**< the best co-located deployment meeting the TPOT target */

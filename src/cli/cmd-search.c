@@ -171,6 +171,23 @@ static void print_phase(FILE *out, const struct mp_search_phase *ph, const char 
 	fprintf(out, "  %s\n", ph->why);
 }
 
+/* The chosen point again with its full placement's busiest-GPU factor. */
+static void print_final(FILE *out, const struct mp_deploy *d, const struct mp_search_point *p)
+{
+	if (!d->has_final || !d->placed) {
+		return;
+	}
+	if (p->cfg.phase == MP_PHASE_DECODE) {
+		fprintf(out, "  with the full placement (%u layers): busiest-GPU factor %.3f, %.0f output "
+			"tokens/s per GPU at %.4g tokens/s per user\n", d->decode_placement.n_layers,
+			p->cfg.busiest_factor, p->eval.tokens_per_s_per_gpu, p->eval.tokens_per_s_per_user);
+	} else {
+		fprintf(out, "  with the full placement (%u layers): busiest-GPU factor %.3f, %.0f input "
+			"tokens/s per GPU, TTFT %.4g s\n", d->prefill_placement.n_layers,
+			p->cfg.busiest_factor, p->eval.tokens_per_s_per_gpu, p->eval.ttft_s);
+	}
+}
+
 static int print_search(void *user, FILE *out)
 {
 	const struct run *r = user;
@@ -193,15 +210,17 @@ static int print_search(void *user, FILE *out)
 	}
 	fputc('\n', out);
 	print_phase(out, &d->prefill, sc->prefill.hardware.name ? sc->prefill.hardware.name : "prefill GPUs");
+	print_final(out, d, &d->prefill_final);
 	print_phase(out, &d->decode, sc->decode.hardware.name ? sc->decode.hardware.name : "decode GPUs");
+	print_final(out, d, &d->decode_final);
 	if (d->has_pools) {
 		const struct mp_pools *p = &d->pools;
 		char kv[32];
 		cli_si(p->kv_bytes_per_request, "B", kv, sizeof(kv));
 		fprintf(out, "\npools (xPyD): prefill %u GPUs (%u x EP%u), decode %u GPUs (%u x EP%u); "
 			"prefill:decode %.3g, prefill share %.1f%%", p->prefill_gpus, p->prefill_units,
-			d->prefill.points[d->prefill.chosen].cfg.ep, p->decode_gpus, p->decode_units,
-			d->decode.points[d->decode.chosen].cfg.ep, p->ratio, 100 * p->prefill_share);
+			d->prefill_final.cfg.ep, p->decode_gpus, p->decode_units, d->decode_final.cfg.ep,
+			p->ratio, 100 * p->prefill_share);
 		if (p->spare_gpus) {
 			fprintf(out, ", %u GPUs spare", p->spare_gpus);
 		}
