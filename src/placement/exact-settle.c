@@ -49,10 +49,14 @@ int pl_exact_settle(const struct pl_prob *prob, struct pl_sol *best, double lb, 
 		out->lb = best->max;
 		return 0;
 	}
-	if (search) {
+	{
+		/* without search, the root only: the mean bound in exact integers
+		 * (a plan whose busiest GPU is the mean rounded up to the unit of
+		 * the scaled loads is optimal) */
 		uint64_t nodes = 0;
 		double before = best->max;
-		enum pl_bb_result r = pl_bb_solve(prob, best, pl_bb_budget(prob, effort), &nodes);
+		enum pl_bb_result r = pl_bb_solve(prob, best, search ? pl_bb_budget(prob, effort) : 1,
+						  &nodes);
 		if (r == PL_BB_NOMEM) {
 			return MP_ENOMEM;
 		}
