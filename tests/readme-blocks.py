@@ -47,6 +47,12 @@ BLOCKS = {
           "plans/models/qwen1.5-moe-a2.7b.yaml", "--hardware", "hardware/hgx-h100.yaml", "-o",
           "new.yaml"], "stderr", "text"),
     ],
+    "search-day": [(["search", "plans/deepseek-v3-day.yaml", "-o", "day.txt"],
+                    "file:day.txt:chosen decode:placement prefill", "text")],
+    "search-v41": [(["search", "plans/deepseek-v4.1-flash-pools.yaml", "-o", "v41.txt"],
+                    "file:v41.txt:chosen decode:placement prefill", "text"),
+                   (["search", "plans/deepseek-v4.1-flash-pools.yaml", "--tpot", "3.07 ms", "-o",
+                     "v41-tpot.txt"], "file:v41-tpot.txt:chosen decode:placement prefill", "text")],
     "library-source": [("source", "tests/example-plan-layer.c", "c")],
     "library-output": [(None, "stdout", "text")],
 }
