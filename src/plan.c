@@ -139,7 +139,7 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_loads
 		}
 	}
 	qsort(order, n, sizeof(*order), cmp_time);
-	double best = INFINITY;
+	double best = (double)INFINITY;
 	int rc = 0;
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		/* A width within the tie band of the best may still be picked. */

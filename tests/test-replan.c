@@ -128,7 +128,7 @@ static void brute_force(const uint32_t *cur, const double *w, uint32_t E, uint32
 	uint32_t map[16];
 	assert_true(N <= 16);
 	for (uint32_t m = 0; m <= N; m++) {
-		best[m] = INFINITY;
+		best[m] = (double)INFINITY;
 	}
 	uint64_t total = 1;
 	for (uint32_t p = 0; p < N; p++) {

@@ -501,7 +501,7 @@ static void step__rejects_bad_input(void **state)
 	in.tp = 5; /* does not divide 144 */
 	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &s), MP_EINVAL);
 	in.tp = 1;
-	in.context_tokens = NAN;
+	in.context_tokens = (double)NAN;
 	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &s), MP_EINVAL);
 	in.context_tokens = 1000;
 	hw.scale_out_bw_bytes_per_s = 0; /* 18 nodes and no network */

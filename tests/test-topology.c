@@ -118,7 +118,7 @@ static void bf_gpus(struct node_bf *b, uint32_t g, uint32_t from)
 
 static double node_optimum(const double *w, uint32_t n, uint32_t P, uint32_t S)
 {
-	struct node_bf b = { .w = w, .n = n, .P = P, .S = S, .best = INFINITY };
+	struct node_bf b = { .w = w, .n = n, .P = P, .S = S, .best = (double)INFINITY };
 	uint32_t cur[4];
 	bf_combos(&b, 0, 0, cur);
 	bf_gpus(&b, 0, 0);
@@ -131,7 +131,7 @@ static double groups_optimum(const double *w, uint32_t Q, uint32_t size, uint32_
 			     uint32_t S)
 {
 	uint32_t k = Q / M;
-	double best = INFINITY;
+	double best = (double)INFINITY;
 	/* node_of[q] in 0..M-1, each node k groups; nodes labelled by their
 	 * lowest group (canonical) is not needed for a minimum. */
 	uint32_t node_of[8];

@@ -47,6 +47,7 @@
 
 #include "moeplan/model.h"
 #include "moeplan/roofline.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,7 +74,7 @@ struct mp_capacity_options {
 };
 
 /** Fill the defaults documented on each field. */
-void mp_capacity_options_init(struct mp_capacity_options *opts);
+MP_EXPORT void mp_capacity_options_init(struct mp_capacity_options *opts);
 
 /** The deployment to audit, per GPU. */
 struct mp_capacity_input {
@@ -109,7 +110,7 @@ struct mp_capacity {
 
 /** Bytes of the communication buffers alone for T tokens per rank (formulas
  * in the file comment). mode must not be MP_BUFFERS_AUTO. */
-double mp_capacity_buffer_bytes(const struct mp_model *model, enum mp_buffer_mode mode,
+MP_EXPORT double mp_capacity_buffer_bytes(const struct mp_model *model, enum mp_buffer_mode mode,
 				const struct mp_ep_width *width, double tokens_per_rank);
 
 /** The HBM breakdown. opts may be NULL (defaults). Returns 0 (out->fits
@@ -118,7 +119,7 @@ double mp_capacity_buffer_bytes(const struct mp_model *model, enum mp_buffer_mod
  * has a drafter), a count is negative or not finite, or the hardware has
  * no HBM capacity; MP_ENOMEM when a byte count overflows uint64_t. out is
  * untouched on failure. */
-int mp_capacity_compute(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_capacity_compute(const struct mp_model *model, const struct mp_hardware *hw,
 			const struct mp_capacity_options *opts, const struct mp_capacity_input *in,
 			struct mp_capacity *out);
 
@@ -129,7 +130,7 @@ int mp_capacity_compute(const struct mp_model *model, const struct mp_hardware *
  * requests fit (the weights, buffers and reserve alone exceed HBM), or
  * MP_EINVAL (as mp_capacity_compute, or no KV bytes per request: context
  * 0 or a model without a KV size). */
-int mp_capacity_max_requests(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_capacity_max_requests(const struct mp_model *model, const struct mp_hardware *hw,
 			     const struct mp_capacity_options *opts,
 			     const struct mp_capacity_input *in, uint64_t *out);
 

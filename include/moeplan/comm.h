@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "moeplan/model.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,7 +51,7 @@ struct mp_comm_input {
 };
 
 /** Fill defaults (everything 0 = from the hardware; ep 1). */
-void mp_comm_input_init(struct mp_comm_input *in);
+MP_EXPORT void mp_comm_input_init(struct mp_comm_input *in);
 
 /** The communication of one MoE layer (per GPU unless stated). */
 struct mp_comm {
@@ -91,14 +92,14 @@ struct mp_comm {
  * E[min(D, M)] from the occupancy distribution P(D = j) (dynamic
  * programme over visits). nodes 0 gives 0; top_k above MP_COMM_MAX_TOP_K
  * gives NAN. */
-double mp_comm_expected_nodes(uint32_t nodes, uint32_t top_k, uint32_t max_nodes);
+MP_EXPORT double mp_comm_expected_nodes(uint32_t nodes, uint32_t top_k, uint32_t max_nodes);
 
 /** Evaluate one MoE layer. Returns 0, or MP_EINVAL when ep is 0, ep is
  * above G but not a multiple of it, the model has no top_k (or one above
  * MP_COMM_MAX_TOP_K) or no hidden size,
  * T is negative or not finite, there is no peak, or a link that carries
  * bytes has no bandwidth. out is untouched on failure. */
-int mp_comm_layer(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_comm_layer(const struct mp_model *model, const struct mp_hardware *hw,
 		  const struct mp_comm_input *in, struct mp_comm *out);
 
 #ifdef __cplusplus

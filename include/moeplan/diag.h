@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "moeplan/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -28,7 +30,7 @@ enum mp_error {
 };
 
 /** A static English description of an MP_E* code (never NULL). */
-const char *mp_strerror(int code);
+MP_EXPORT const char *mp_strerror(int code);
 
 /** One problem. line and column are 1-based; 0 means "unknown" (e.g. a
  * problem with the whole file). file and message are owned by the record. */
@@ -48,22 +50,22 @@ struct mp_diags {
 };
 
 /** Initialise an empty list. */
-void mp_diags_init(struct mp_diags *diags);
+MP_EXPORT void mp_diags_init(struct mp_diags *diags);
 
 /** Free every record; accepts NULL; leaves an empty list. */
-void mp_diags_finish(struct mp_diags *diags);
+MP_EXPORT void mp_diags_finish(struct mp_diags *diags);
 
 /** Append a record with a printf-style message. diags may be NULL (the
  * record is dropped). line/column are 1-based, 0 when unknown.
  * Returns code itself so that callers can `return mp_diags_add(...)`, or
  * MP_ENOMEM when the record could not be stored. */
-int mp_diags_add(struct mp_diags *diags, const char *file, int line,
+MP_EXPORT int mp_diags_add(struct mp_diags *diags, const char *file, int line,
 		 int column, int code, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
 /** Write one record as `file:line:col: error: message\n` (omitting the
  * parts that are unknown) to out. */
-void mp_diag_print(const struct mp_diag *diag, FILE *out);
+MP_EXPORT void mp_diag_print(const struct mp_diag *diag, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "moeplan/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,46 +32,46 @@ struct mp_doc;
 
 /** Constructors. Each returns a new node or NULL on allocation failure.
  * Strings are copied. mp_doc_real of a non-finite value gives a null. */
-struct mp_doc *mp_doc_map(void);
-struct mp_doc *mp_doc_list(void);
-struct mp_doc *mp_doc_string(const char *value);
-struct mp_doc *mp_doc_int(int64_t value);
-struct mp_doc *mp_doc_real(double value);
-struct mp_doc *mp_doc_bool(bool value);
-struct mp_doc *mp_doc_null(void);
+MP_EXPORT struct mp_doc *mp_doc_map(void);
+MP_EXPORT struct mp_doc *mp_doc_list(void);
+MP_EXPORT struct mp_doc *mp_doc_string(const char *value);
+MP_EXPORT struct mp_doc *mp_doc_int(int64_t value);
+MP_EXPORT struct mp_doc *mp_doc_real(double value);
+MP_EXPORT struct mp_doc *mp_doc_bool(bool value);
+MP_EXPORT struct mp_doc *mp_doc_null(void);
 
 /** A deep copy of a tree (NULL on allocation failure or NULL input). */
-struct mp_doc *mp_doc_clone(const struct mp_doc *doc);
+MP_EXPORT struct mp_doc *mp_doc_clone(const struct mp_doc *doc);
 
 /** Free a node and its children; accepts NULL. */
-void mp_doc_destroy(struct mp_doc *doc);
+MP_EXPORT void mp_doc_destroy(struct mp_doc *doc);
 
 /** Append child to a map under key (kept in insertion order) or to a list
  * (key ignored). Takes ownership of child even on failure. A NULL child
  * marks the whole tree as failed (allocation) so that one check at the end
  * suffices: see mp_doc_failed. */
-void mp_doc_put(struct mp_doc *parent, const char *key, struct mp_doc *child);
+MP_EXPORT void mp_doc_put(struct mp_doc *parent, const char *key, struct mp_doc *child);
 
 /** Shorthands for mp_doc_put(parent, key, mp_doc_xxx(value)). */
-void mp_doc_put_string(struct mp_doc *map, const char *key, const char *value);
-void mp_doc_put_int(struct mp_doc *map, const char *key, int64_t value);
-void mp_doc_put_real(struct mp_doc *map, const char *key, double value);
-void mp_doc_put_bool(struct mp_doc *map, const char *key, bool value);
+MP_EXPORT void mp_doc_put_string(struct mp_doc *map, const char *key, const char *value);
+MP_EXPORT void mp_doc_put_int(struct mp_doc *map, const char *key, int64_t value);
+MP_EXPORT void mp_doc_put_real(struct mp_doc *map, const char *key, double value);
+MP_EXPORT void mp_doc_put_bool(struct mp_doc *map, const char *key, bool value);
 
 /** A list of n numbers. Returns NULL on allocation failure. */
-struct mp_doc *mp_doc_reals(const double *values, size_t n);
-struct mp_doc *mp_doc_uints(const uint32_t *values, size_t n);
+MP_EXPORT struct mp_doc *mp_doc_reals(const double *values, size_t n);
+MP_EXPORT struct mp_doc *mp_doc_uints(const uint32_t *values, size_t n);
 
 /** True when an allocation failed anywhere under doc (or doc is NULL). */
-bool mp_doc_failed(const struct mp_doc *doc);
+MP_EXPORT bool mp_doc_failed(const struct mp_doc *doc);
 
 /** Write as YAML (block style; lists of scalars in flow style on one line)
  * or as indented JSON. Returns 0 or MP_EIO/MP_ENOMEM. */
-int mp_doc_write_yaml(const struct mp_doc *doc, FILE *out);
-int mp_doc_write_json(const struct mp_doc *doc, FILE *out);
+MP_EXPORT int mp_doc_write_yaml(const struct mp_doc *doc, FILE *out);
+MP_EXPORT int mp_doc_write_json(const struct mp_doc *doc, FILE *out);
 
 /** Format a double as written in documents into buf (at least 32 bytes). */
-void mp_doc_format_real(double value, char *buf, size_t size);
+MP_EXPORT void mp_doc_format_real(double value, char *buf, size_t size);
 
 /** Write a file atomically: create a temporary file next to path, call
  * write(user, file), flush, fsync, rename over path. On any failure the
@@ -80,14 +82,14 @@ void mp_doc_format_real(double value, char *buf, size_t size);
  * mp_output_abort_all() (safe to call from a signal handler) can unlink it.
  * Returns 0, the callback's error, or MP_EIO; on MP_EIO errno holds the
  * failing system call's reason (EISDIR, ENOENT, EACCES, ...). */
-int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void *user);
+MP_EXPORT int mp_write_atomic(const char *path, int (*write)(void *user, FILE *file), void *user);
 
 /** Unlink any temporary output file in progress (async-signal-safe). */
-void mp_output_abort_all(void);
+MP_EXPORT void mp_output_abort_all(void);
 
 /** Write doc to path atomically, as JSON when json is true else YAML.
  * Returns as mp_write_atomic (errno set on MP_EIO). */
-int mp_doc_save(const struct mp_doc *doc, const char *path, bool json);
+MP_EXPORT int mp_doc_save(const struct mp_doc *doc, const char *path, bool json);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@
 
 #include "moeplan/doc.h"
 #include "moeplan/map.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -44,10 +45,10 @@ enum mp_export_format {
 
 /** Parse "sglang" (case-insensitive). Returns 0, or MP_EINVAL (also for
  * "vllm": vLLM reads no map from a file). */
-int mp_export_parse(const char *name, enum mp_export_format *out);
+MP_EXPORT int mp_export_parse(const char *name, enum mp_export_format *out);
 
 /** Lower-case name of a format. */
-const char *mp_export_name(enum mp_export_format format);
+MP_EXPORT const char *mp_export_name(enum mp_export_format format);
 
 /** Where a placement's rows sit among the model's hidden layers. */
 struct mp_export_layers {
@@ -69,24 +70,24 @@ struct mp_export_layers {
  * gets the number of such MoE layers. Returns 0, MP_EINVAL (layers
  * inconsistent with the placement, an id out of range) or MP_ENOMEM;
  * *map_out is a new array the caller frees. */
-int mp_export_map(const struct mp_placement *placement, const struct mp_export_layers *layers,
+MP_EXPORT int mp_export_map(const struct mp_placement *placement, const struct mp_export_layers *layers,
 		  uint32_t **map_out, uint32_t *filled);
 
 /** The engine document: {"physical_to_logical_map": map} of mp_export_map.
  * Returns a new tree, or NULL (MP_EINVAL or MP_ENOMEM cases above). */
-struct mp_doc *mp_export_doc(const struct mp_placement *placement,
+MP_EXPORT struct mp_doc *mp_export_doc(const struct mp_placement *placement,
 			     const struct mp_export_layers *layers, enum mp_export_format format);
 
 /** Write mp_export_doc as JSON to path atomically ("-" = stdout). A file
  * name must end in ".json" (SGLang reads other names as torch or inline
  * JSON). Returns 0, MP_EINVAL (a bad name or mp_export_map's cases),
  * MP_ENOMEM or MP_EIO. */
-int mp_export_save(const struct mp_placement *placement, const struct mp_export_layers *layers,
+MP_EXPORT int mp_export_save(const struct mp_placement *placement, const struct mp_export_layers *layers,
 		   enum mp_export_format format, const char *path);
 
 /** True when path can be given to --init-expert-location as a JSON map
  * (ends in ".json", case as SGLang compares it: exactly ".json"). */
-bool mp_export_name_ok(const char *path);
+MP_EXPORT bool mp_export_name_ok(const char *path);
 
 /** The engine flags that keep the placement, one line:
  * "--tp-size G --ep-size G --ep-num-redundant-experts R
@@ -99,7 +100,7 @@ bool mp_export_name_ok(const char *path);
  * chooses for a given init_expert_location (server_args.py
  * _handle_eplb_and_dispatch); --enable-eplb would rebalance it away. file
  * may be NULL (then "FILE.json"). Writes at most size bytes into buf. */
-void mp_export_flags(const struct mp_placement *placement, enum mp_export_format format,
+MP_EXPORT void mp_export_flags(const struct mp_placement *placement, enum mp_export_format format,
 		     const char *file, char *buf, size_t size);
 
 #ifdef __cplusplus

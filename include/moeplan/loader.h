@@ -24,6 +24,7 @@
 #include "moeplan/map.h"
 #include "moeplan/scenario.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,22 +34,22 @@ extern "C" {
 
 /** A model file (moeplan preset schema, see README "Model"), or a Hugging
  * Face config.json (recognised by `architectures`/`model_type`). */
-int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags);
+MP_EXPORT int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags);
 
 /** A hardware file (README "Hardware"). */
-int mp_load_hardware(const char *path, struct mp_hardware *out, struct mp_diags *diags);
+MP_EXPORT int mp_load_hardware(const char *path, struct mp_hardware *out, struct mp_diags *diags);
 
 /** A scenario (README "Scenario"); model and hardware paths in it are
  * resolved relative to the scenario file's folder, then to the current
  * folder. Loads the model, both phases' hardware and the traffic. */
-int mp_load_scenario(const char *path, struct mp_scenario *out, struct mp_diags *diags);
+MP_EXPORT int mp_load_scenario(const char *path, struct mp_scenario *out, struct mp_diags *diags);
 
 /** A traffic spec in its own file: `uniform`, `{zipf: {s, seed,
  * permute}}`, `{hot: {experts, load, seed, permute}}`, `{observed: {csv:
  * PATH}}` or `{observed: {loads: [[...]]}}` (README "Traffic"); or a file
  * of observed loads itself (a CSV, or anything mp_load_loads reads), which
  * gives MP_TRAFFIC_OBSERVED. Paths resolve against the file's folder. */
-int mp_load_traffic(const char *path, struct mp_traffic *out, struct mp_diags *diags);
+MP_EXPORT int mp_load_traffic(const char *path, struct mp_traffic *out, struct mp_diags *diags);
 
 /** Logical-expert loads, [layers][experts]: a CSV (one row per layer, one
  * column per expert, '#' comments, first comment kept as source), a YAML
@@ -59,7 +60,7 @@ int mp_load_traffic(const char *path, struct mp_traffic *out, struct mp_diags *d
  * like 1e-320, is taken as the subnormal or 0 it rounds to); rows must have
  * equal length. A moeplan plan or placement, or an engine's map, is
  * refused with one error saying what the file is. */
-int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags);
+MP_EXPORT int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags);
 
 /** A physical-to-logical map: a moeplan plan (its decode phase, or the
  * bare `placement` written by `moeplan place`; `phase` picks "decode" or
@@ -71,7 +72,7 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
  * both the file and gpus give it, they must agree (else MP_EINVAL).
  * Fills out->n_layers, gpus, slots_per_gpu, n_experts (max id + 1, or the
  * plan's count) and each layer's slot_expert; loads/bounds left zero. */
-int mp_load_map(const char *path, const char *phase, uint32_t gpus,
+MP_EXPORT int mp_load_map(const char *path, const char *phase, uint32_t gpus,
 		struct mp_placement *out, struct mp_diags *diags);
 
 /** mp_load_map, also refusing a map that puts one logical expert in two
@@ -80,7 +81,7 @@ int mp_load_map(const char *path, const char *phase, uint32_t gpus,
  * at its line:col naming layer, GPU and slot (ids out of range, experts
  * twice on a GPU, experts with no slot): up to 20 records, then one
  * "... and N more problems". Returns 0 or MP_EINVAL (or MP_ENOMEM). */
-int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
+MP_EXPORT int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
 		       struct mp_placement *out, struct mp_diags *diags);
 
 /** mp_load_map (distinct false) or mp_load_map_strict (true) against a
@@ -90,7 +91,7 @@ int mp_load_map_strict(const char *path, const char *phase, uint32_t gpus,
  * Without a count, a map whose ids skip numbers gets its largest id named
  * first (a stray id otherwise shows as many experts with no slot).
  * Returns 0 or MP_EINVAL (or MP_ENOMEM). */
-int mp_load_map_experts(const char *path, const char *phase, uint32_t gpus, uint32_t n_experts,
+MP_EXPORT int mp_load_map_experts(const char *path, const char *phase, uint32_t gpus, uint32_t n_experts,
 			bool distinct, struct mp_placement *out, struct mp_diags *diags);
 
 /** What a moeplan plan records about its traffic: the model's top_k
@@ -110,7 +111,7 @@ int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_loads *out
  * taken in the base unit. Decimal numbers only ([+-]digits[.digits][e..]);
  * nan, inf, hex and values beyond a double's range are refused. Returns 0
  * or MP_EINVAL (*out untouched). */
-int mp_parse_quantity(const char *text, const char *kind, double *out);
+MP_EXPORT int mp_parse_quantity(const char *text, const char *kind, double *out);
 
 #ifdef __cplusplus
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "moeplan/diag.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,7 +42,7 @@ enum mp_place_status {
 };
 
 /** Name used in plans: "optimal", "feasible", "time_limit". */
-const char *mp_place_status_name(enum mp_place_status status);
+MP_EXPORT const char *mp_place_status_name(enum mp_place_status status);
 
 /* What the node structure (mp_place_options.gpus_per_node) does to the
  * plan. Nodes are consecutive GPUs: node n holds GPUs n*P .. n*P+P-1 for P
@@ -66,7 +67,7 @@ enum mp_node_policy {
 };
 
 /** Name used in plans: "report", "balance", "group_limited". */
-const char *mp_node_policy_name(enum mp_node_policy policy);
+MP_EXPORT const char *mp_node_policy_name(enum mp_node_policy policy);
 
 /** One layer's result. Arrays are owned by the struct. */
 struct mp_layer_placement {
@@ -105,22 +106,22 @@ struct mp_placement {
 	struct mp_layer_placement *layers; /**< [n_layers] */
 };
 
-void mp_placement_init(struct mp_placement *placement);
+MP_EXPORT void mp_placement_init(struct mp_placement *placement);
 
 /** True when the shape is one mp_placement_alloc accepts: 1 <= n_experts
  * <= MP_MAX_EXPERTS, 1 <= gpus <= MP_MAX_GPUS, 1 <= slots_per_gpu <=
  * MP_MAX_SLOTS_PER_GPU (moeplan/traffic.h), and n_experts <= gpus *
  * slots_per_gpu <= UINT32_MAX / 2. */
-bool mp_placement_shape_ok(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
+MP_EXPORT bool mp_placement_shape_ok(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
 
 /** Allocate n_layers empty layers with arrays sized for the shape.
  * Returns 0, MP_EINVAL (a size 0, too large, or slots < experts) or
  * MP_ENOMEM. */
-int mp_placement_alloc(struct mp_placement *placement, uint32_t n_layers,
+MP_EXPORT int mp_placement_alloc(struct mp_placement *placement, uint32_t n_layers,
 		       uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu);
 
 /** Free; accepts NULL. */
-void mp_placement_finish(struct mp_placement *placement);
+MP_EXPORT void mp_placement_finish(struct mp_placement *placement);
 
 /** Record a layer's proven lower bound and the status its plan earns: the
  * one place that writes lower_bound, gap and status (max_load must be set
@@ -128,7 +129,7 @@ void mp_placement_finish(struct mp_placement *placement);
  * one at hand, so a bound above it is that plan's load); gap = (max_load -
  * lower_bound) / max_load, 0 when max_load is 0; status as given. bound
  * in the unit of the loads; lp must not be NULL. */
-void mp_layer_placement_set_bound(struct mp_layer_placement *lp, double bound,
+MP_EXPORT void mp_layer_placement_set_bound(struct mp_layer_placement *lp, double bound,
 				  enum mp_place_status status);
 
 #ifdef __cplusplus

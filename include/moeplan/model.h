@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moeplan/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -157,65 +159,65 @@ struct mp_hardware {
 
 /** Fill a model with neutral defaults (SwiGLU, FP8 dispatch, BF16 combine,
  * BF16 weights, BF16 compute, INT4 groups of 128) and every count 0. */
-void mp_model_init(struct mp_model *model);
+MP_EXPORT void mp_model_init(struct mp_model *model);
 
 /** Free owned strings; accepts NULL. */
-void mp_model_finish(struct mp_model *model);
+MP_EXPORT void mp_model_finish(struct mp_model *model);
 
 /** Fill with zeros (no peaks, no memory). */
-void mp_hardware_init(struct mp_hardware *hw);
+MP_EXPORT void mp_hardware_init(struct mp_hardware *hw);
 
 /** Free owned strings; accepts NULL. */
-void mp_hardware_finish(struct mp_hardware *hw);
+MP_EXPORT void mp_hardware_finish(struct mp_hardware *hw);
 
 /** Hidden layers (num_hidden_layers): moe_layers + dense_layers. */
-uint32_t mp_model_hidden_layers(const struct mp_model *model);
+MP_EXPORT uint32_t mp_model_hidden_layers(const struct mp_model *model);
 
 /** The 0-based hidden-layer id of the k-th MoE layer (k < moe_layers). */
-uint32_t mp_model_moe_layer_id(const struct mp_model *model, uint32_t k);
+MP_EXPORT uint32_t mp_model_moe_layer_id(const struct mp_model *model, uint32_t k);
 
 /** The MoE index k of hidden layer `layer`, or UINT32_MAX when that layer
  * is dense (or beyond the model). */
-uint32_t mp_model_moe_index(const struct mp_model *model, uint32_t layer);
+MP_EXPORT uint32_t mp_model_moe_index(const struct mp_model *model, uint32_t layer);
 
 /** Give the model explicit MoE layer ids: ids[moe_layers], strictly
  * increasing, each below moe_layers + dense_layers (copied; NULL = dense
  * layers first). Returns 0, MP_EINVAL or MP_ENOMEM. */
-int mp_model_set_moe_layer_ids(struct mp_model *model, const uint32_t *ids);
+MP_EXPORT int mp_model_set_moe_layer_ids(struct mp_model *model, const uint32_t *ids);
 
 /** Bits per stored value of a format, scales included.
  * MXFP4 4.25 and NVFP4 4.5: OCP Microscaling spec v1.0 (Rouhani et al. 2023)
  * and NVIDIA's NVFP4 (E4M3 scale per 16); FP8 block 8 + 32/16384 (DeepSeek-V3
  * 128x128 FP32 scales); INT4 4 + 16/group_size (BF16 scale per group).
  * group_size is used only for MP_FORMAT_INT4 (0 means 128). */
-double mp_format_bits(enum mp_format format, uint32_t group_size);
+MP_EXPORT double mp_format_bits(enum mp_format format, uint32_t group_size);
 
 /** Bytes per activation element in a dispatch/combine format
  * (bits / 8, scales ignored). */
-double mp_format_bytes(enum mp_format format);
+MP_EXPORT double mp_format_bytes(enum mp_format format);
 
 /** Lower-case name of a format ("mxfp4", "fp8", ...). */
-const char *mp_format_name(enum mp_format format);
+MP_EXPORT const char *mp_format_name(enum mp_format format);
 
 /** Parse a format name (case-insensitive). Returns 0, or MP_EINVAL. */
-int mp_format_parse(const char *name, enum mp_format *out);
+MP_EXPORT int mp_format_parse(const char *name, enum mp_format *out);
 
 /** Lower-case name of a compute class ("fp8", ...). */
-const char *mp_compute_name(enum mp_compute compute);
+MP_EXPORT const char *mp_compute_name(enum mp_compute compute);
 
 /** Parse a compute class name. Returns 0, or MP_EINVAL. */
-int mp_compute_parse(const char *name, enum mp_compute *out);
+MP_EXPORT int mp_compute_parse(const char *name, enum mp_compute *out);
 
 /** The KV-cache bytes per context token for the whole model: the given
  * kv_bytes_per_token for MP_ATTENTION_DIRECT, else from the attention
  * config (formulas above; sources: DeepSeek-V2 paper section 2.1 for MLA,
  * Ainslie et al. 2023 for GQA). Sliding layers are counted in full here;
  * see mp_kv_bytes_per_request for the window. */
-double mp_model_kv_bytes_per_token(const struct mp_model *model);
+MP_EXPORT double mp_model_kv_bytes_per_token(const struct mp_model *model);
 
 /** KV bytes one request holds at `context` tokens: full layers keep every
  * token, sliding layers at most sliding_window tokens. */
-double mp_model_kv_bytes_per_request(const struct mp_model *model, double context);
+MP_EXPORT double mp_model_kv_bytes_per_request(const struct mp_model *model, double context);
 
 #ifdef __cplusplus
 }

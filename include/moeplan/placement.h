@@ -32,6 +32,7 @@
 #include "moeplan/diag.h"
 #include "moeplan/map.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,7 +71,7 @@ struct mp_place_options {
 };
 
 /** Fill defaults (see field comments). */
-void mp_place_options_init(struct mp_place_options *opts);
+MP_EXPORT void mp_place_options_init(struct mp_place_options *opts);
 
 /** Place every layer of `loads` on `gpus` GPUs with `slots_per_gpu` slots
  * each. Requires gpus * slots_per_gpu >= n_experts (else MP_EINVAL with a
@@ -80,13 +81,13 @@ void mp_place_options_init(struct mp_place_options *opts);
  * layer's status is MP_PLACE_TIME_LIMIT. Returns 0; MP_EINVAL; MP_ENOMEM; MP_ELIMIT when a
  * layer has no feasible plan within the time limit (never happens with the
  * heuristic incumbent, kept for completeness). out is filled on success. */
-int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu,
+MP_EXPORT int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu,
 	     const struct mp_place_options *opts, struct mp_placement *out,
 	     struct mp_diags *diags);
 
 /** Place a single layer: w[n_experts]; out must come from
  * mp_placement_alloc with the same shape (its layer array). */
-int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus,
+MP_EXPORT int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus,
 		   uint32_t slots_per_gpu, const struct mp_place_options *opts,
 		   struct mp_layer_placement *out);
 
@@ -97,7 +98,7 @@ int mp_place_layer(const double *w, uint32_t n_experts, uint32_t gpus,
  * least this and usually stronger (replica-count enumeration with
  * cardinality bounds, GLPK). See README "Bounds". Returns 0 for an
  * impossible shape. */
-double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
+MP_EXPORT double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
 			    uint32_t slots_per_gpu);
 
 /** DeepSeek EPLB's global policy on one layer, for comparison (EPLB,
@@ -107,7 +108,7 @@ double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
  * a free slot). It may put two replicas of one expert on a GPU (EPLB issue
  * #22); loads are evaluated as they fall (mp_place_evaluate). out as for
  * mp_place_layer. Returns 0, MP_EINVAL or MP_ENOMEM. */
-int mp_place_eplb(const double *w, uint32_t n_experts, uint32_t gpus,
+MP_EXPORT int mp_place_eplb(const double *w, uint32_t n_experts, uint32_t gpus,
 		  uint32_t slots_per_gpu, struct mp_layer_placement *out);
 
 /** DeepSeek EPLB's hierarchical policy on one layer, for comparison (EPLB,
@@ -120,7 +121,7 @@ int mp_place_eplb(const double *w, uint32_t n_experts, uint32_t gpus,
  * n_groups % nodes == 0, G % gpus_per_node == 0 and each node's slots at
  * least its experts. out as for mp_place_layer. Returns 0, MP_EINVAL or
  * MP_ENOMEM. */
-int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpus,
+MP_EXPORT int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpus,
 			       uint32_t slots_per_gpu, uint32_t n_groups, uint32_t gpus_per_node,
 			       struct mp_layer_placement *out);
 
@@ -130,7 +131,7 @@ int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, uint32_t gpu
  * copied in). A GPU holding one expert twice is evaluated as it stands.
  * Returns MP_EINVAL when an id is out of range, an expert has no replica or
  * a load is negative (out untouched), MP_ENOMEM. */
-int mp_place_evaluate(const uint32_t *slot_expert, const double *w,
+MP_EXPORT int mp_place_evaluate(const uint32_t *slot_expert, const double *w,
 		      uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu,
 		      struct mp_layer_placement *out);
 

@@ -14,6 +14,7 @@
 #include "moeplan/roofline.h"
 #include "moeplan/scenario.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 #include "moeplan/widths.h"
 
 #ifdef __cplusplus
@@ -29,7 +30,7 @@ extern "C" {
  * row i to a model layer number (NULL = 0..n_layers-1). Wall times are left
  * out so that plans are byte-identical across runs.
  * Returns a new tree (caller destroys) or NULL on allocation failure. */
-struct mp_doc *mp_placement_to_doc(const struct mp_placement *placement,
+MP_EXPORT struct mp_doc *mp_placement_to_doc(const struct mp_placement *placement,
 				   const uint32_t *layer_ids);
 
 
@@ -67,12 +68,12 @@ struct mp_plan_options {
 };
 
 /** Defaults: mp_place_options_init, time limit from the scenario. */
-void mp_plan_options_init(struct mp_plan_options *opts);
+MP_EXPORT void mp_plan_options_init(struct mp_plan_options *opts);
 
-void mp_plan_init(struct mp_plan *plan);
+MP_EXPORT void mp_plan_init(struct mp_plan *plan);
 
 /** Free; accepts NULL. */
-void mp_plan_finish(struct mp_plan *plan);
+MP_EXPORT void mp_plan_finish(struct mp_plan *plan);
 
 /** Fit loads to a model's layers (README "Layer identity"): rows that
  * name their layers (loads->layer_ids: a CSV's '# layers:' line or layer
@@ -83,7 +84,7 @@ void mp_plan_finish(struct mp_plan *plan);
  * A dump's hidden-layer count must be the model's. Returns 0, or MP_EINVAL
  * (a row beyond the model, loads on a dense layer, no MoE row) with a
  * diagnostic, or MP_ENOMEM. */
-int mp_plan_layers(const struct mp_model *model, struct mp_loads *loads, struct mp_diags *diags);
+MP_EXPORT int mp_plan_layers(const struct mp_model *model, struct mp_loads *loads, struct mp_diags *diags);
 
 /** Run the pipeline on a loaded scenario: generate the loads, choose each
  * phase's EP width and slots (README "How widths are chosen"; decode widths
@@ -92,12 +93,12 @@ int mp_plan_layers(const struct mp_model *model, struct mp_loads *loads, struct 
  * evaluate the roofline at the phase's batch, place every MoE layer with
  * the solver. Returns 0, MP_ENOFIT (no width fits; diags say why),
  * MP_EINVAL, MP_ENOMEM or MP_ELIMIT. */
-int mp_plan_build(const struct mp_scenario *scenario, const struct mp_plan_options *opts,
+MP_EXPORT int mp_plan_build(const struct mp_scenario *scenario, const struct mp_plan_options *opts,
 		  struct mp_plan *out, struct mp_diags *diags);
 
 /** The plan document (README "Plan schema"). Returns NULL on allocation
  * failure. */
-struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenario *scenario);
+MP_EXPORT struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenario *scenario);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-/* moeplan: the pictures the commands draw, data in, SVG out (svg.h):
+/* moeplan (private, not installed): the pictures the commands draw, data in, SVG out (svg.h):
  * the roofline with the tokens-per-expert panel (`moeplan roofline
  * --svg`), the load heatmap before and after placement (`moeplan plan`
  * and `moeplan check --svg`) and the re-plan Pareto front (`moeplan

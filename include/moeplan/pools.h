@@ -44,6 +44,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moeplan/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -94,7 +96,7 @@ struct mp_pools {
  * both or neither of request_rate and gpu_budget, a unit of 0), MP_ENOFIT
  * (the budget holds fewer than one unit of each pool), or MP_ENOMEM (more
  * than UINT32_MAX GPUs). out is untouched on failure. */
-int mp_pools_size(const struct mp_pool_workload *w, const struct mp_pool_rates *r,
+MP_EXPORT int mp_pools_size(const struct mp_pool_workload *w, const struct mp_pool_rates *r,
 		  struct mp_pools *out);
 
 /** What one GPU of a co-located deployment delivers in each phase. */
@@ -119,7 +121,7 @@ struct mp_colocated {
 /** The co-located alternative (file comment). Returns 0, MP_EINVAL (as
  * mp_pools_size), MP_ENOFIT (the budget holds no unit), MP_ENOMEM (more
  * than UINT32_MAX GPUs). out is untouched on failure. */
-int mp_pools_colocated(const struct mp_pool_workload *w, const struct mp_colocated_rates *r,
+MP_EXPORT int mp_pools_colocated(const struct mp_pool_workload *w, const struct mp_colocated_rates *r,
 		       struct mp_colocated *out);
 
 #ifdef __cplusplus

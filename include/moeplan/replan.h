@@ -62,6 +62,7 @@
 #include "moeplan/doc.h"
 #include "moeplan/placement.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,7 +101,7 @@ struct mp_replan_options {
 };
 
 /** Fill the defaults above. */
-void mp_replan_options_init(struct mp_replan_options *opts);
+MP_EXPORT void mp_replan_options_init(struct mp_replan_options *opts);
 
 /** One moved slot. */
 struct mp_replan_move {
@@ -159,10 +160,10 @@ struct mp_replan {
 	double link_bw_bytes_per_s;   /**< as used */
 };
 
-void mp_replan_init(struct mp_replan *replan);
+MP_EXPORT void mp_replan_init(struct mp_replan *replan);
 
 /** Free; accepts NULL. */
-void mp_replan_finish(struct mp_replan *replan);
+MP_EXPORT void mp_replan_finish(struct mp_replan *replan);
 
 /** Re-plan `current` (a map as mp_load_map gives: slot_expert of every
  * layer; loads and bounds ignored) for the observed loads
@@ -174,7 +175,7 @@ void mp_replan_finish(struct mp_replan *replan);
  * Returns 0; MP_EINVAL (shapes differ, an expert without a slot, an id out
  * of range, a negative or non-finite load, bad options; with a
  * diagnostic); MP_ENOMEM. out is filled on success. */
-int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loads,
+MP_EXPORT int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loads,
 		  const struct mp_replan_options *opts, struct mp_replan *out,
 		  struct mp_diags *diags);
 
@@ -182,7 +183,7 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
  * back to logical experts through `map`: w_e = sum of the counts of the
  * slots holding e. out gets [n_layers][n_experts]. Returns 0, MP_EINVAL
  * (shapes differ; with a diagnostic) or MP_ENOMEM. */
-int mp_replan_fold_slot_counts(const struct mp_placement *map, const struct mp_loads *slot_counts,
+MP_EXPORT int mp_replan_fold_slot_counts(const struct mp_placement *map, const struct mp_loads *slot_counts,
 			       struct mp_loads *out, struct mp_diags *diags);
 
 /** The re-plan record (README "Re-plan record"): objective, totals
@@ -191,13 +192,13 @@ int mp_replan_fold_slot_counts(const struct mp_placement *map, const struct mp_l
  * layer the loads, bound, status and the moves (gpu, slot, old expert ->
  * new expert, bytes, source GPU). layer_ids as for mp_placement_to_doc.
  * opts: the options the re-plan ran with. NULL on allocation failure. */
-struct mp_doc *mp_replan_to_doc(const struct mp_replan *replan,
+MP_EXPORT struct mp_doc *mp_replan_to_doc(const struct mp_replan *replan,
 				const struct mp_replan_options *opts, const uint32_t *layer_ids);
 
 /** The Pareto document: per layer and in total the best busiest-GPU load
  * (sum over layers for the total) for 0, 1, 2, ... moves up to the
  * from-scratch plan, with the lower bounds. NULL on allocation failure. */
-struct mp_doc *mp_replan_pareto_doc(const struct mp_replan *replan, const uint32_t *layer_ids);
+MP_EXPORT struct mp_doc *mp_replan_pareto_doc(const struct mp_replan *replan, const uint32_t *layer_ids);
 
 /** What kind of map file a re-plan read (its output keeps the kind). */
 enum mp_replan_source {
@@ -223,7 +224,7 @@ struct mp_replan_plan_info {
  * the map itself (mp_load_map reads that): its kind and, for a full plan,
  * the figures above (zero when absent). Returns 0, MP_EIO or
  * MP_EINVAL (not YAML/JSON). Implemented in src/loader-replan.c (YAML). */
-int mp_replan_read_plan_info(const char *path, const char *phase,
+MP_EXPORT int mp_replan_read_plan_info(const char *path, const char *phase,
 			     struct mp_replan_plan_info *out, struct mp_diags *diags);
 
 /** One change to a plan's phase: set `key` to a copy of value (appended
@@ -241,7 +242,7 @@ struct mp_replan_edit {
  * Returns 0, MP_EIO, MP_EINVAL (not a plan with that phase; with a
  * diagnostic) or MP_ENOMEM; *out is a new tree the caller destroys.
  * Implemented in src/loader-replan.c. */
-int mp_replan_splice_plan(const char *path, const char *phase, const struct mp_replan_edit *edits,
+MP_EXPORT int mp_replan_splice_plan(const char *path, const char *phase, const struct mp_replan_edit *edits,
 			  size_t n_edits, struct mp_doc **out, struct mp_diags *diags);
 
 #ifdef __cplusplus

@@ -31,6 +31,7 @@
 #include <stdint.h>
 
 #include "moeplan/model.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,60 +57,60 @@ struct mp_ep_width {
  * MP_FORMAT_INT4) and the activation formats of dispatch and combine.
  * Formulas in the file comment; source: the article's Python listing
  * (P = 3*5120*2304, W = P*4.25/8, F = 2P, a = 5120*(1+2)). */
-void mp_roofline_expert_cost(uint32_t hidden, uint32_t intermediate, uint32_t matrices,
+MP_EXPORT void mp_roofline_expert_cost(uint32_t hidden, uint32_t intermediate, uint32_t matrices,
 			     enum mp_format weights, uint32_t group_size,
 			     enum mp_format dispatch, enum mp_format combine,
 			     struct mp_expert_cost *out);
 
 /** The constants of one routed expert of the main model. */
-void mp_roofline_expert(const struct mp_model *model, struct mp_expert_cost *out);
+MP_EXPORT void mp_roofline_expert(const struct mp_model *model, struct mp_expert_cost *out);
 
 /** The constants of one routed expert of the drafter (the drafter's shape
  * and weight format, the main model's dispatch and combine formats). All
  * zero when the model has no drafter. */
-void mp_roofline_drafter_expert(const struct mp_model *model, struct mp_expert_cost *out);
+MP_EXPORT void mp_roofline_drafter_expert(const struct mp_model *model, struct mp_expert_cost *out);
 
 /** The constants of one shared expert (shared_expert_intermediate_size,
  * shared_format; no dispatch: its a is the same formula for reference). */
-void mp_roofline_shared_expert(const struct mp_model *model, struct mp_expert_cost *out);
+MP_EXPORT void mp_roofline_shared_expert(const struct mp_model *model, struct mp_expert_cost *out);
 
 /** Ridge point R = peak(compute) / HBM bandwidth in FLOP/byte. 0 when the
  * hardware has no peak for that class or no bandwidth. GB200: 5e15 / 8e12
  * = 625 (article); B200: 4.5e15 / 8e12 = 562.5. */
-double mp_roofline_ridge(const struct mp_hardware *hw, enum mp_compute compute);
+MP_EXPORT double mp_roofline_ridge(const struct mp_hardware *hw, enum mp_compute compute);
 
 /** Intensity of an expert that receives t >= 0 tokens in a step, in
  * FLOP/byte: F t / (W + a t) with activations, F t / W without. */
-double mp_roofline_intensity(const struct mp_expert_cost *e, double t, bool activations);
+MP_EXPORT double mp_roofline_intensity(const struct mp_expert_cost *e, double t, bool activations);
 
 /** The ceiling F / a the intensity tends to as t grows (FLOP/byte);
  * INFINITY when a is 0. V4.1-Flash: 4,608. */
-double mp_roofline_ceiling(const struct mp_expert_cost *e);
+MP_EXPORT double mp_roofline_ceiling(const struct mp_expert_cost *e);
 
 /** Tokens per expert t* at which I(t*) = ridge: R W / (F - R a) with
  * activations, R W / F without. INFINITY when the ceiling F / a is at or
  * below the ridge (the expert never becomes compute-bound). */
-double mp_roofline_ridge_tokens(const struct mp_expert_cost *e, double ridge, bool activations);
+MP_EXPORT double mp_roofline_ridge_tokens(const struct mp_expert_cost *e, double ridge, bool activations);
 
 /** Mean tokens per expert slot t = b k N_EP / E_phys, with b tokens per GPU
  * per step (requests times tokens per request), top_k routed experts per
  * token, ep GPUs and slots physical slots. 0 when ep or slots is 0. */
-double mp_roofline_tokens_per_expert(double tokens_per_gpu, uint32_t top_k, uint32_t ep,
+MP_EXPORT double mp_roofline_tokens_per_expert(double tokens_per_gpu, uint32_t top_k, uint32_t ep,
 				     uint32_t slots);
 
 /** The inverse: tokens per GPU b = t E_phys / (k N_EP) that give t tokens
  * per expert. Divide by tokens per request for requests per GPU. */
-double mp_roofline_tokens_per_gpu(double tokens_per_expert, uint32_t top_k, uint32_t ep,
+MP_EXPORT double mp_roofline_tokens_per_gpu(double tokens_per_expert, uint32_t top_k, uint32_t ep,
 				  uint32_t slots);
 
 /** Expected distinct experts that B tokens touch under independent
  * uniform routing: E (1 - (1 - k/E)^B) (article, "Sparsity divides the
  * batch"). 0 when E is 0; k is capped at E. */
-double mp_roofline_experts_touched(uint32_t n_experts, uint32_t top_k, double tokens);
+MP_EXPORT double mp_roofline_experts_touched(uint32_t n_experts, uint32_t top_k, double tokens);
 
 /** Expert weight bytes read per token when B tokens share one copy of the
  * experts of one layer: touched(E, k, B) * W / B. */
-double mp_roofline_weight_bytes_per_token(const struct mp_expert_cost *e, uint32_t n_experts,
+MP_EXPORT double mp_roofline_weight_bytes_per_token(const struct mp_expert_cost *e, uint32_t n_experts,
 					  uint32_t top_k, double tokens);
 
 /** Knobs of mp_roofline_point. */
@@ -121,7 +122,7 @@ struct mp_roofline_options {
 };
 
 /** Defaults: hardware peak and bandwidth, activations counted, overlap. */
-void mp_roofline_options_init(struct mp_roofline_options *opts);
+MP_EXPORT void mp_roofline_options_init(struct mp_roofline_options *opts);
 
 /** One part of the step: the main model's MoE layers or the drafter's
  * stages. Per-GPU figures are summed over `layers`. */
@@ -172,7 +173,7 @@ struct mp_roofline_point {
  * is below E or not a multiple of ep, drafter_slots likewise for the
  * drafter, top_k is 0 or above E, tokens_per_gpu is negative or not finite,
  * or the peak or bandwidth is 0. out is untouched on failure. */
-int mp_roofline_point(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_roofline_point(const struct mp_model *model, const struct mp_hardware *hw,
 		      const struct mp_roofline_options *opts, const struct mp_ep_width *width,
 		      double tokens_per_gpu, struct mp_roofline_point *out);
 
@@ -198,7 +199,7 @@ struct mp_roofline_compare {
  * The X used follows opts->additive. measured_to_s may be 0 (unknown).
  * Returns 0 or MP_EINVAL (as mp_roofline_point, or a measured time that
  * is negative or not finite). */
-int mp_roofline_compare(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_roofline_compare(const struct mp_model *model, const struct mp_hardware *hw,
 			const struct mp_roofline_options *opts, const struct mp_ep_width *from,
 			const struct mp_ep_width *to, double tokens_per_gpu,
 			double measured_from_s, double measured_to_s,

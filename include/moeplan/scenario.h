@@ -10,6 +10,7 @@
 #include "moeplan/map.h"
 #include "moeplan/step.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -40,7 +41,7 @@ enum mp_slot_rule {
  * and 0 when ep >= E (every expert already has a GPU to itself: Mixtral's
  * 8 experts on 8 GPUs). The slot rule then rounds E + this up to a
  * multiple of ep. Returns 0 when ep is 0. */
-uint32_t mp_default_redundant(uint32_t n_experts, uint32_t ep);
+MP_EXPORT uint32_t mp_default_redundant(uint32_t n_experts, uint32_t ep);
 
 struct mp_phase_spec {
 	struct mp_hardware hardware;   /**< the GPU this phase runs on */
@@ -110,17 +111,17 @@ struct mp_scenario {
  * tokens_per_request 1, gpus 0; prefill ep range 2..8 (article: "the smallest EP that HBM
  * allows, between 2 and 8"), decode ep open (0); uniform traffic; time
  * limit 10 s. */
-void mp_scenario_init(struct mp_scenario *scenario);
+MP_EXPORT void mp_scenario_init(struct mp_scenario *scenario);
 
 /** Free; accepts NULL. */
-void mp_scenario_finish(struct mp_scenario *scenario);
+MP_EXPORT void mp_scenario_finish(struct mp_scenario *scenario);
 
 /** Total slots for E logical experts at width ep under a phase's rule.
  * The total is capped at E * ep (a GPU never holds one expert twice, so
  * at most E slots per GPU are usable: EP1 holds each expert once).
  * Returns 0 when ep is 0, when the fixed per-GPU count is below E/ep, or
  * when the total would exceed UINT32_MAX. */
-uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);
+MP_EXPORT uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);
 
 #ifdef __cplusplus
 }

@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "moeplan/visibility.h"
 #include "moeplan/widths.h"
 
 #ifdef __cplusplus
@@ -47,7 +48,7 @@ extern "C" {
  * minimise a coordinate, pass its negation. O(n log n) (sort, then one
  * sweep from the largest x keeping the best y seen: Kung, Luccio and
  * Preparata 1975). Returns 0, MP_EINVAL when a value is NaN, or MP_ENOMEM. */
-int mp_pareto_front(const double *x, const double *y, size_t n, size_t *idx_out, size_t *n_out);
+MP_EXPORT int mp_pareto_front(const double *x, const double *y, size_t n, size_t *idx_out, size_t *n_out);
 
 /** One configuration of one phase. */
 struct mp_search_config {
@@ -163,13 +164,13 @@ struct mp_search_phase {
 					     targets) lost, one paragraph */
 };
 
-void mp_search_phase_init(struct mp_search_phase *phase);
+MP_EXPORT void mp_search_phase_init(struct mp_search_phase *phase);
 
 /** Free; accepts NULL. */
-void mp_search_phase_finish(struct mp_search_phase *phase);
+MP_EXPORT void mp_search_phase_finish(struct mp_search_phase *phase);
 
 /** True when a point meets the targets of its phase. */
-bool mp_search_meets(const struct mp_search_point *point, const struct mp_search_targets *targets);
+MP_EXPORT bool mp_search_meets(const struct mp_search_point *point, const struct mp_search_targets *targets);
 
 /** Search one phase: for each width, attention and overlap, ask max_batch,
  * predict every batch of the grid (busiest factor 1), keep the width's
@@ -181,7 +182,7 @@ bool mp_search_meets(const struct mp_search_point *point, const struct mp_search
  * batch_unit <= 0, a ratio in (0, 1], a factor below 1, a predicted value
  * that is NaN or negative), MP_ENOMEM, or a callback's code. out must be
  * initialised; its previous contents are freed. */
-int mp_search_phase_run(const struct mp_search_model *model, const struct mp_search_space *space,
+MP_EXPORT int mp_search_phase_run(const struct mp_search_model *model, const struct mp_search_space *space,
 			const struct mp_search_targets *targets,
 			const struct mp_search_config *cfg_template, struct mp_search_phase *out);
 
@@ -190,7 +191,7 @@ int mp_search_phase_run(const struct mp_search_model *model, const struct mp_sea
  * unit, de-duplicated, and max_batch rounded down to a multiple of the
  * unit, ascending; at most cap entries are written to out (cap = 0 only
  * counts). Returns how many there are. */
-size_t mp_search_batches(double unit, double ratio, double max_batch, double *out, size_t cap);
+MP_EXPORT size_t mp_search_batches(double unit, double ratio, double max_batch, double *out, size_t cap);
 
 #ifdef __cplusplus
 }

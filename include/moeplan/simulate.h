@@ -39,6 +39,7 @@
 #include "moeplan/diag.h"
 #include "moeplan/map.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,7 +72,7 @@ struct mp_simulate_options {
 };
 
 /** Fill defaults (see field comments); tokens_per_gpu, top_k and gpus are 0. */
-void mp_simulate_options_init(struct mp_simulate_options *opts);
+MP_EXPORT void mp_simulate_options_init(struct mp_simulate_options *opts);
 
 /** What a run measured. Arrays are owned (init/finish). */
 struct mp_simulate_result {
@@ -97,9 +98,9 @@ struct mp_simulate_result {
 				       layer with none, when steps < n_layers) */
 };
 
-void mp_simulate_result_init(struct mp_simulate_result *result);
+MP_EXPORT void mp_simulate_result_init(struct mp_simulate_result *result);
 /** Free; accepts NULL. */
-void mp_simulate_result_finish(struct mp_simulate_result *result);
+MP_EXPORT void mp_simulate_result_finish(struct mp_simulate_result *result);
 
 /** Fill slot_expert[gpus * slots_per_gpu] with the default round-robin
  * layout: physical slot p (on GPU p / slots_per_gpu) holds logical expert
@@ -107,7 +108,7 @@ void mp_simulate_result_finish(struct mp_simulate_result *result);
  * than the rest; with G*S = E every expert has exactly one slot. Requires
  * E <= G*S and S <= E (no GPU holds an expert twice); returns 0 or
  * MP_EINVAL. */
-int mp_simulate_default_layout(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu,
+MP_EXPORT int mp_simulate_default_layout(uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu,
 			       uint32_t *slot_expert);
 
 /** Run the Monte Carlo routing.
@@ -126,7 +127,7 @@ int mp_simulate_default_layout(uint32_t n_experts, uint32_t gpus, uint32_t slots
  * popularity but no slot, fewer than top_k experts with popularity, a
  * G * B * top_k above 2^32 - 1, or options out of range; MP_ENOMEM.
  * out is filled on success and untouched on failure. */
-int mp_simulate(const struct mp_placement *map, const struct mp_loads *loads,
+MP_EXPORT int mp_simulate(const struct mp_placement *map, const struct mp_loads *loads,
 		const struct mp_simulate_options *opts, struct mp_simulate_result *out,
 		struct mp_diags *diags);
 
@@ -143,7 +144,7 @@ int mp_simulate(const struct mp_placement *map, const struct mp_loads *loads,
  * budget above (about 0.1 to 1 s on one core); seed as for mp_simulate.
  * Writes the factor (>= 1) to *factor_out. Returns 0, MP_EINVAL or
  * MP_ENOMEM. */
-int mp_simulate_factor(const struct mp_placement *map, const struct mp_loads *loads,
+MP_EXPORT int mp_simulate_factor(const struct mp_placement *map, const struct mp_loads *loads,
 		       uint32_t tokens_per_gpu, uint32_t top_k, uint32_t steps, uint64_t seed,
 		       double *factor_out);
 

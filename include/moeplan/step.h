@@ -78,6 +78,7 @@
 #include "moeplan/doc.h"
 #include "moeplan/model.h"
 #include "moeplan/roofline.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -129,16 +130,16 @@ enum mp_step_bound {
 
 /** Lower-case names: "attention", "dense", "shared", "lm_head", "routed",
  * "drafter", "dispatch", "combine", "tp_allreduce", "overhead". */
-const char *mp_step_term_name(enum mp_step_term_id id);
+MP_EXPORT const char *mp_step_term_name(enum mp_step_term_id id);
 /** "none", "memory", "compute", "scale_up", "scale_out", "latency", "fixed". */
-const char *mp_step_bound_name(enum mp_step_bound bound);
+MP_EXPORT const char *mp_step_bound_name(enum mp_step_bound bound);
 /** "none", "two_batch", "full". */
-const char *mp_step_overlap_name(enum mp_step_overlap overlap);
+MP_EXPORT const char *mp_step_overlap_name(enum mp_step_overlap overlap);
 /** "auto", "low_latency", "normal". */
-const char *mp_step_kernel_name(enum mp_step_kernel kernel);
+MP_EXPORT const char *mp_step_kernel_name(enum mp_step_kernel kernel);
 /** Parse the names above. Return 0 or MP_EINVAL. */
-int mp_step_overlap_parse(const char *name, enum mp_step_overlap *out);
-int mp_step_kernel_parse(const char *name, enum mp_step_kernel *out);
+MP_EXPORT int mp_step_overlap_parse(const char *name, enum mp_step_overlap *out);
+MP_EXPORT int mp_step_kernel_parse(const char *name, enum mp_step_kernel *out);
 
 #define MP_STEP_DEFAULT_HBM_EFFICIENCY 0.90
 #define MP_STEP_DEFAULT_GEMM_EFFICIENCY 0.78
@@ -150,7 +151,7 @@ int mp_step_kernel_parse(const char *name, enum mp_step_kernel *out);
 
 /** The hardware's factors (hw->efficiency, model.h, which documents each
  * default and its source), each 0 replaced by its default. */
-void mp_step_efficiency(const struct mp_hardware *hw, struct mp_efficiency *out);
+MP_EXPORT void mp_step_efficiency(const struct mp_hardware *hw, struct mp_efficiency *out);
 
 /** One configuration of one phase, per GPU. */
 struct mp_step_input {
@@ -173,7 +174,7 @@ struct mp_step_input {
 
 /** Fill defaults: decode, 1 token per request, acceptance 0, overlap none,
  * kernel auto, DP attention, busiest factor 1. */
-void mp_step_input_init(struct mp_step_input *in);
+MP_EXPORT void mp_step_input_init(struct mp_step_input *in);
 
 struct mp_step_term {
 	double time_s;
@@ -213,20 +214,20 @@ struct mp_step {
  * the hardware has no HBM bandwidth or no peak for the model's
  * expert_compute, or an EP group that spans domains has no scale-out
  * bandwidth. out is untouched on failure. */
-int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 		     const struct mp_step_input *in, struct mp_step *out);
 
 /** The capacity input (capacity.h) that matches a step input: decode holds
  * requests x context, steps requests x tokens_per_request; prefill holds
  * its prompts at prefix + isl and steps chunk_tokens (with two_batch both
  * micro-batches are live: the same total). */
-void mp_step_capacity_input(const struct mp_step_input *in, struct mp_capacity_input *out);
+MP_EXPORT void mp_step_capacity_input(const struct mp_step_input *in, struct mp_capacity_input *out);
 
 /** The largest whole number of requests per GPU that fits in HBM at
  * in->context_tokens (decode; in->requests ignored), via
  * mp_capacity_max_requests. cap_opts may be NULL. Returns 0, MP_ENOFIT or
  * MP_EINVAL as mp_capacity_max_requests. */
-int mp_step_max_requests(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_step_max_requests(const struct mp_model *model, const struct mp_hardware *hw,
 			 const struct mp_capacity_options *cap_opts, const struct mp_step_input *in,
 			 uint64_t *out);
 
@@ -239,8 +240,8 @@ enum mp_step_factor {
 };
 
 /** "step_overhead", "hbm", "gemm", "exchange_latency". */
-const char *mp_step_factor_name(enum mp_step_factor factor);
-int mp_step_factor_parse(const char *name, enum mp_step_factor *out);
+MP_EXPORT const char *mp_step_factor_name(enum mp_step_factor factor);
+MP_EXPORT int mp_step_factor_parse(const char *name, enum mp_step_factor *out);
 
 /** Solve one factor so that the configuration `in` predicts measured_s
  * per step (bisection on the monotone step time; the other factors as in
@@ -248,7 +249,7 @@ int mp_step_factor_parse(const char *name, enum mp_step_factor *out);
  * one to *out. Returns 0, MP_ENOFIT when no value in the factor's range
  * (overhead and latency [0, 10 s]; efficiencies [0.01, 1]) reproduces the
  * measurement, or MP_EINVAL (as mp_step_evaluate, or measured_s not > 0). */
-int mp_step_calibrate(const struct mp_model *model, const struct mp_hardware *hw,
+MP_EXPORT int mp_step_calibrate(const struct mp_model *model, const struct mp_hardware *hw,
 		      const struct mp_step_input *in, enum mp_step_factor factor,
 		      double measured_s, struct mp_efficiency *out);
 
@@ -262,7 +263,7 @@ int mp_step_calibrate(const struct mp_model *model, const struct mp_hardware *hw
  * used), hbm_free_bytes (null when hbm is NULL) and max_requests (null
  * when has_max is false). Returns a new map, or NULL on allocation
  * failure. */
-struct mp_doc *mp_step_doc(const struct mp_step *step, enum mp_step_phase phase, uint32_t ep,
+MP_EXPORT struct mp_doc *mp_step_doc(const struct mp_step *step, enum mp_step_phase phase, uint32_t ep,
 			   const struct mp_capacity *hbm, bool has_max, uint64_t max_requests);
 
 #ifdef __cplusplus

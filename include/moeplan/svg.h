@@ -1,4 +1,4 @@
-/* moeplan: a small SVG writer for plots: a document, panels with linear
+/* moeplan (private, not installed): a small SVG writer for plots: a document, panels with linear
  * or logarithmic axes and "nice" ticks, polyline series with a legend,
  * labelled markers, reference lines, heatmaps with a colour bar.
  *

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "moeplan/visibility.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,19 +34,19 @@ struct mp_loads {
 #define MP_MAX_GPUS 65536u
 #define MP_MAX_SLOTS_PER_GPU 4096u
 
-void mp_loads_init(struct mp_loads *loads);
+MP_EXPORT void mp_loads_init(struct mp_loads *loads);
 
 /** Allocate n_layers x n_experts zeros. Returns 0, MP_EINVAL (a size of 0
  * or above MP_MAX_*), or MP_ENOMEM. Frees what loads held before. */
-int mp_loads_alloc(struct mp_loads *loads, uint32_t n_layers, uint32_t n_experts);
+MP_EXPORT int mp_loads_alloc(struct mp_loads *loads, uint32_t n_layers, uint32_t n_experts);
 
 /** Free; accepts NULL. */
-void mp_loads_finish(struct mp_loads *loads);
+MP_EXPORT void mp_loads_finish(struct mp_loads *loads);
 
 /** Give loads row layer ids: ids[n_layers] copied (NULL frees them).
  * Returns 0, MP_EINVAL (ids not strictly increasing or above
  * MP_MAX_LAYERS) or MP_ENOMEM. */
-int mp_loads_set_layer_ids(struct mp_loads *loads, const uint32_t *ids);
+MP_EXPORT int mp_loads_set_layer_ids(struct mp_loads *loads, const uint32_t *ids);
 
 /** Row pointer of a layer (n_experts values). */
 static inline double *mp_loads_row(const struct mp_loads *loads, uint32_t layer)
@@ -72,15 +74,15 @@ struct mp_traffic {
 	struct mp_loads observed;/**< for MP_TRAFFIC_OBSERVED */
 };
 
-void mp_traffic_init(struct mp_traffic *traffic);
-void mp_traffic_finish(struct mp_traffic *traffic);
+MP_EXPORT void mp_traffic_init(struct mp_traffic *traffic);
+MP_EXPORT void mp_traffic_finish(struct mp_traffic *traffic);
 
 /** Generate loads for n_layers x n_experts from a spec. For OBSERVED, copies
  * the observed counts, which must have exactly that shape (else MP_EINVAL).
  * Deterministic for a given spec and seed on every platform (the generator
  * is SplitMix64, Steele, Lea and Flood 2014, with a Fisher-Yates shuffle).
  * Returns 0, MP_EINVAL or MP_ENOMEM; out is untouched on failure. */
-int mp_traffic_generate(const struct mp_traffic *traffic, uint32_t n_layers,
+MP_EXPORT int mp_traffic_generate(const struct mp_traffic *traffic, uint32_t n_layers,
 			uint32_t n_experts, struct mp_loads *out);
 
 #ifdef __cplusplus

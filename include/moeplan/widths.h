@@ -27,6 +27,7 @@
 #include "moeplan/model.h"
 #include "moeplan/roofline.h"
 #include "moeplan/scenario.h"
+#include "moeplan/visibility.h"
 #include "moeplan/step.h"
 
 #ifdef __cplusplus
@@ -60,7 +61,7 @@ enum mp_width_verdict {
 };
 
 /** Lower-case name of a verdict ("chosen", "no-fit", ...). */
-const char *mp_width_verdict_name(enum mp_width_verdict verdict);
+MP_EXPORT const char *mp_width_verdict_name(enum mp_width_verdict verdict);
 
 /** One candidate width with the figures it was judged on. The figures are
  * valid when `evaluated` (the slot rule gave a count and the models ran). */
@@ -114,16 +115,16 @@ struct mp_widths {
 	uint32_t limit;                     /**< widest EP the phase may use */
 };
 
-void mp_widths_init(struct mp_widths *widths);
+MP_EXPORT void mp_widths_init(struct mp_widths *widths);
 
 /** Free the candidates; accepts NULL. */
-void mp_widths_finish(struct mp_widths *widths);
+MP_EXPORT void mp_widths_finish(struct mp_widths *widths);
 
 /** The drafter's slots at width ep: the phase's rule (mp_phase_slots,
  * scenario.h) for MIN_REDUNDANT and PER_GPU (the article applies the same
  * rule to the drafter's 128 experts: 160 at EP8, 192 at EP64),
  * round_up(E, ep) under FIXED_PER_GPU. 0 without a drafter. */
-uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct mp_model *model,
+MP_EXPORT uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct mp_model *model,
 				 uint32_t ep);
 
 /** The validity rules every command applies to a width (plan, fit,
@@ -132,13 +133,13 @@ uint32_t mp_widths_drafter_slots(const struct mp_phase_spec *phase, const struct
  * holds two replicas of one expert); the drafter's slots likewise when the
  * model has a drafter. Returns 0, or MP_EINVAL with one sentence in why
  * (may be NULL). */
-int mp_widths_check(const struct mp_model *model, const struct mp_ep_width *width, char *why,
+MP_EXPORT int mp_widths_check(const struct mp_model *model, const struct mp_ep_width *width, char *why,
 		    size_t size);
 
 /** Fill a width from the phase's slot rules (mp_phase_slots for the main
  * model, mp_widths_drafter_slots for the drafter). Returns 0, or
  * MP_EINVAL when the rule gives no valid count. */
-int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *phase, uint32_t ep,
+MP_EXPORT int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *phase, uint32_t ep,
 		    struct mp_ep_width *out);
 
 /** The capacity input of a phase at one width: decode holds
@@ -146,7 +147,7 @@ int mp_widths_width(const struct mp_model *model, const struct mp_phase_spec *ph
  * requests_per_gpu * tokens_per_request tokens; prefill steps chunk_tokens
  * and holds requests_per_gpu requests (or, when 0, the ceil(chunk /
  * context) prompts being prefilled) of context_tokens. */
-void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
+MP_EXPORT void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
 			      const struct mp_ep_width *width, struct mp_capacity_input *out);
 
 /** The step input (step.h) of a phase at one width and batch: decode at
@@ -154,7 +155,7 @@ void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_k
  * acceptance (< 0: 0.75 with a drafter, else 0); prefill with chunk_tokens,
  * prompts of isl tokens (default context_tokens, else the chunk; requests
  * 0 = ceil(chunk / isl)); both with the phase's overlap and attention. */
-void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_spec *phase,
+MP_EXPORT void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_spec *phase,
 			  enum mp_phase_kind kind, const struct mp_ep_width *width, double requests,
 			  struct mp_step_input *out);
 
@@ -164,7 +165,7 @@ void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_sp
  * overlap; with overlap the routed term is taken as exposed). Without a
  * step: expert_time_s x factor / tokens per GPU. Divided by pool_fraction:
  * the phase's GPUs that no group of this width uses count as idle. */
-double mp_widths_rank_time(const struct mp_width_candidate *c, double factor);
+MP_EXPORT double mp_widths_rank_time(const struct mp_width_candidate *c, double factor);
 
 /** Rank candidate widths of a phase and pick one. Candidates: the powers
  * of two up to the first above the phase's limit, the limit, the scale-up
@@ -176,7 +177,7 @@ double mp_widths_rank_time(const struct mp_width_candidate *c, double factor);
  * (out->has_choice false when no candidate passes, each item saying why),
  * MP_EINVAL (a model without experts or top_k), or MP_ENOMEM. out must be
  * initialised; its previous items are freed. */
-int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
+MP_EXPORT int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
 		   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
 		   const struct mp_roofline_options *roof_opts, struct mp_widths *out);
 
@@ -189,12 +190,12 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
  * rewritten.
  * Prefill keeps its rule (smallest width that fits). Returns 0, or
  * MP_EINVAL when a factor is below 1 or not finite. */
-int mp_widths_rerank(struct mp_widths *widths);
+MP_EXPORT int mp_widths_rerank(struct mp_widths *widths);
 
 /** The smallest EP in [lo, hi] (every integer) at which the phase fits in
  * HBM (mp_capacity_compute with mp_widths_capacity_input). Returns 0,
  * MP_ENOFIT when none does, or MP_EINVAL (lo 0 or lo > hi). */
-int mp_widths_min_fit_ep(const struct mp_model *model, const struct mp_phase_spec *phase,
+MP_EXPORT int mp_widths_min_fit_ep(const struct mp_model *model, const struct mp_phase_spec *phase,
 			 enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
 			 uint32_t lo, uint32_t hi, uint32_t *out);
 

@@ -384,7 +384,7 @@ static double dp_partition(uint32_t mask, uint32_t k, const double *val, double 
 	}
 	/* Combinations of k-1 of the remaining groups, lexicographic. */
 	uint32_t idx[32] = { 0 };
-	double best = INFINITY;
+	double best = (double)INFINITY;
 	uint32_t best_s = 0;
 	uint32_t need = k - 1;
 	for (uint32_t i = 0; i < need; i++) {
@@ -627,8 +627,8 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	} else if (use_dp) {
 		uint32_t full = (uint32_t)(n_masks - 1);
 		for (size_t m = 0; m < n_masks; m++) {
-			val[m] = NAN;
-			f[m] = NAN;
+			val[m] = (double)NAN;
+			f[m] = (double)NAN;
 		}
 		/* Every k-subset: its quick bound, and when few, its solved plan. */
 		uint32_t si = 0;
@@ -657,7 +657,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 				if (!isnan(val[m]) && sp->layers) {
 					val[m] = sp->layers[0].lower_bound;
 				}
-				f[m] = NAN;
+				f[m] = (double)NAN;
 			}
 			double b1 = dp_partition(full, k, val, f, choice);
 			if (b1 > bound) {
@@ -669,7 +669,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 				if (!isnan(val[m]) && sp->layers) {
 					val[m] = sp->layers[0].max_load;
 				}
-				f[m] = NAN;
+				f[m] = (double)NAN;
 			}
 			dp_partition(full, k, val, f, choice);
 		}
