@@ -92,7 +92,7 @@ for tr in qwen15moe_bookcorpus:8:8 switch128_bookcorpus:8:17; do
 	run "replan-$n-pareto" replan --plan "$OUT/old-$n.out" --loads $T/$n.winB.csv --pareto -t 1000
 done
 run replan-maps replan --plan tests/data/maps/eplb-sglang.json --gpus 4 --loads $D/eplb.json --max-moves 4 -t 1000
-run check-old-qwen check "$OUT/old-qwen15moe_bookcorpus.out" --loads $T/qwen15moe_bookcorpus.winB.csv -f json
+run check-old-qwen check "$OUT/old-qwen15moe_bookcorpus.out" --loads $T/qwen15moe_bookcorpus.winB.csv -t 0 -f json
 run simulate-old simulate --plan "$OUT/old-qwen15moe_bookcorpus.out" --loads $T/qwen15moe_bookcorpus.winB.csv --top-k 4 --requests 4 --steps 50
 # Outputs that name an input under OUTDIR name it OUTDIR, so that two
 # output folders compare.
