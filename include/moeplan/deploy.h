@@ -37,6 +37,7 @@
 #include "moeplan/scenario.h"
 #include "moeplan/search.h"
 #include "moeplan/traffic.h"
+#include "moeplan/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,7 +67,7 @@ struct mp_deploy_options {
 
 /** Defaults (field comments), then every field the scenario's `search:`
  * block gives. sc may be NULL. */
-void mp_deploy_options_init(struct mp_deploy_options *opts, const struct mp_scenario *sc);
+MP_EXPORT void mp_deploy_options_init(struct mp_deploy_options *opts, const struct mp_scenario *sc);
 
 /** The result; caller-owned (init/finish). */
 struct mp_deploy {
@@ -99,28 +100,28 @@ struct mp_deploy {
 	double placement_seconds;          /**< wall time of the chosen widths' placements */
 };
 
-void mp_deploy_init(struct mp_deploy *d);
+MP_EXPORT void mp_deploy_init(struct mp_deploy *d);
 
 /** Free; accepts NULL. */
-void mp_deploy_finish(struct mp_deploy *d);
+MP_EXPORT void mp_deploy_finish(struct mp_deploy *d);
 
 /** Run the whole search on a loaded scenario. Returns 0 (has_pools false
  * when a phase has no choice: the phase's `why` says why), MP_EINVAL (bad
  * options or a model the step model cannot evaluate), MP_ENOMEM, MP_ELIMIT
  * (the placement solver found no feasible plan). Diagnostics describe
  * failures. */
-int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
+MP_EXPORT int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
 		     struct mp_deploy *out, struct mp_diags *diags);
 
 /** The result as a document (README "Search schema"): workload, prefill,
  * decode (front, chosen, runner_up, why, widths), pools, colocated,
  * winner, placements. Returns NULL on allocation failure. */
-struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *d, const struct mp_scenario *sc,
+MP_EXPORT struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *d, const struct mp_scenario *sc,
 				const struct mp_deploy_options *opts);
 
 /** The names of the overlap modes the search enumerates (step.h), for
  * output: "none", "two_batch", "full". */
-const char *mp_deploy_overlap_name(int overlap);
+MP_EXPORT const char *mp_deploy_overlap_name(int overlap);
 
 #ifdef __cplusplus
 }

@@ -99,7 +99,7 @@ MP_EXPORT int mp_load_map_experts(const char *path, const char *phase, uint32_t 
  * [layers][experts]). Either may be absent (*top_k 0, out left empty),
  * as in engine maps and bare placements. Returns 0, or MP_EINVAL when the
  * file does not parse or a recorded value is invalid (reported). */
-int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_loads *out,
+MP_EXPORT int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_loads *out,
 			 struct mp_diags *diags);
 
 /** Parse a quantity with an optional unit into SI base units. kind is
