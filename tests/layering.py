@@ -70,14 +70,22 @@ def objects(build):
 
 def graph(build, tool):
     defined = {}
-    uses = {}
-    for o in objects(build):
-        uses[o] = set()
-        for f in nm(tool, o):
-            if len(f) == 2 and f[0] == "U":
-                uses[o].add(f[1])
-            elif len(f) == 3 and f[1] in "TDBRGSVW":
-                defined.setdefault(f[2], o)
+    objs = objects(build)
+    uses = {o: set() for o in objs}
+    # One nm over every object: a line "PATH:" starts each object's symbols.
+    out = subprocess.run([tool, *objs], check=True, capture_output=True, text=True).stdout
+    cur = None
+    for line in out.splitlines():
+        if line.endswith(":") and line[:-1] in uses:
+            cur = line[:-1]
+            continue
+        f = line.split()
+        if cur is None or not f:
+            continue
+        if len(f) == 2 and f[0] == "U":
+            uses[cur].add(f[1])
+        elif len(f) == 3 and f[1] in "TDBRGSVW":
+            defined.setdefault(f[2], cur)
     edges = {o: set() for o in uses}
     for o, syms in uses.items():
         for s in syms:
