@@ -14,14 +14,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char M_GROUPS_ALL[] =
-	"group-limited: every assignment of groups to nodes solved; each node by the solver";
-static const char M_GROUPS_DP[] =
-	"group-limited: groups assigned to nodes by the partition bound; each node by the solver";
-static const char M_GROUPS_FIXED[] =
-	"group-limited: one group per node; each node by the solver";
-static const char M_GROUPS_LPT[] =
-	"group-limited: groups assigned to nodes largest first with swaps; each node by the solver";
+/* The method of a group-limited layer: how groups were assigned, then,
+ * when the layer is not proven, which side its gap is on as far as the
+ * nodes tell (issue 17): the node holding the busiest GPU either has a
+ * plan that is not proven for its own groups (the gap may be in that
+ * node's packing or in its bound), or a proven one (then the plan of every
+ * node is as good as it gets for its groups and the gap is in the
+ * assignment of groups to nodes or in the bound over assignments). */
+#define GL_ALL "group-limited: every assignment of groups to nodes solved; each node by the solver"
+#define GL_DP "group-limited: groups assigned to nodes by the partition bound; each node by the solver"
+#define GL_FIXED "group-limited: one group per node; each node by the solver"
+#define GL_LPT "group-limited: groups assigned to nodes largest first with swaps; each node by the solver"
+#define GL_OPEN "; gap: the busiest node's own plan is not proven optimal (its packing or its bound)"
+#define GL_NODE "; gap: the busiest node's plan is proven optimal for its groups (the gap is in the assignment of groups to nodes or the bound over assignments)"
+enum { GL_M_ALL, GL_M_DP, GL_M_FIXED, GL_M_LPT };
+static const char *const M_GROUPS[4][3] = {
+	{ GL_ALL, GL_ALL GL_OPEN, GL_ALL GL_NODE },
+	{ GL_DP, GL_DP GL_OPEN, GL_DP GL_NODE },
+	{ GL_FIXED, GL_FIXED GL_OPEN, GL_FIXED GL_NODE },
+	{ GL_LPT, GL_LPT GL_OPEN, GL_LPT GL_NODE },
+};
 static const char M_EPLB_HIER[] = "eplb greedy (deepseek eplb hierarchical policy)";
 
 /* Most k-subsets of groups whose node sub-layers are all solved (then the
@@ -617,10 +629,10 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	}
 	double mean = sum / G;
 	double bound = mean;
-	const char *method;
+	int method;
 	uint32_t set[32];
 	if (k == 1) {
-		method = M_GROUPS_FIXED;
+		method = GL_M_FIXED;
 		for (uint32_t q = 0; q < Q; q++) {
 			node_groups[q] = q;
 		}
@@ -678,14 +690,14 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 			set_of_mask(choice[mask], node_groups + n * k);
 			mask ^= choice[mask];
 		}
-		method = solve_all ? M_GROUPS_ALL : M_GROUPS_DP;
+		method = solve_all ? GL_M_ALL : GL_M_DP;
 	} else {
 		rc = groups_lpt(&gs, gload, node_groups);
 		if (rc != 0) {
 			goto out;
 		}
 		bound = simple_bound(&gs, gload, mean);
-		method = M_GROUPS_LPT;
+		method = GL_M_LPT;
 	}
 	bool timed_out = false;
 	bool *node_proven = calloc(gs.M, sizeof(*node_proven));
@@ -737,7 +749,8 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	 * plan; with several, every assignment must meet it
 	 * (every_assignment_reaches). */
 	uint32_t gmax = pl_x_argmax(&prob, out->slot_expert, out->replicas);
-	bool proven = !timed_out && node_proven[gmax / gs.P];
+	bool node_ok = node_proven[gmax / gs.P];
+	bool proven = !timed_out && node_ok;
 	if (proven && k > 1) {
 		proven = solve_all && sub_of_mask
 			 && every_assignment_reaches(&gs, subs, sub_of_mask, out, gmax, val, f, choice);
@@ -747,7 +760,7 @@ int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	mp_layer_placement_set_bound(out, proven ? mx : pl_x_round_down(&prob, b),
 				     timed_out ? MP_PLACE_TIME_LIMIT
 				     : proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE);
-	out->method = method;
+	out->method = M_GROUPS[method][proven || timed_out ? 0 : node_ok ? 2 : 1];
 	out->seconds = pl_now() - t0;
 	rc = 0;
 out:
