@@ -352,6 +352,9 @@ static double busiest_factor(const double *row, uint32_t n)
 	return sum > 0 ? max / (sum / n) : (double)NAN;
 }
 
+/* Width of a map's colour bar with its ticks and title. */
+#define CBAR_W 96.0
+
 struct heatmap_layout {
 	double cell_w, cell_h, map_w, map_h, block_w, left, top, font;
 	uint32_t label_every;
@@ -359,7 +362,7 @@ struct heatmap_layout {
 
 static int heatmap_block(struct mp_svg *svg, const struct mp_plot_heatmap *plot,
 			 const struct heatmap_layout *lay, const double *values, const char *which,
-			 const char *title, double x0, double vmax, bool first)
+			 const char *title, double x0, double vmin, double vmax, bool first)
 {
 	char id[64], text[128];
 	double y0 = lay->top;
@@ -371,7 +374,7 @@ static int heatmap_block(struct mp_svg *svg, const struct mp_plot_heatmap *plot,
 		.id = id, .label = title, .x = x0, .y = y0,
 		.cell_width = lay->cell_w, .cell_height = lay->cell_h,
 		.rows = plot->n_layers, .cols = plot->n_gpus, .values = values,
-		.vmin = 0, .vmax = vmax,
+		.vmin = vmin, .vmax = vmax,
 	});
 	if (rc != 0) {
 		return rc;
@@ -448,24 +451,36 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	}
 	assert(plot->before);
 	size_t cells = (size_t)plot->n_layers * plot->n_gpus;
-	double vmax = 0;
+	/* Each map on its own colour scale (issue 16 item 10): on one scale
+	 * with a 5x "before", a balanced "after" is one flat colour and its
+	 * remaining imbalance cannot be seen. The max/mean column compares
+	 * the two. */
+	double vmax[2] = {0, 0}, vmin[2] = {INFINITY, INFINITY};
 	for (int m = 0; m < 2; m++) {
 		const double *v = m == 0 ? plot->before : plot->after;
 		for (size_t i = 0; v && i < cells; i++) {
 			if (!isfinite(v[i]) || v[i] < 0) {
 				return MP_EINVAL;
 			}
-			vmax = fmax(vmax, v[i]);
+			vmax[m] = fmax(vmax[m], v[i]);
+			vmin[m] = fmin(vmin[m], v[i]);
 		}
-	}
-	if (!(vmax > 0)) {
-		vmax = 1;
+		/* from the map's smallest load to its largest, so that a
+		 * near-balanced map still shows where its load sits; the span
+		 * is at least 5% of the largest load, so that rounding noise
+		 * (98303.999 against 98304.001) is not painted as imbalance */
+		vmin[m] = fmax(0.0, fmin(vmin[m], vmax[m] * 0.95));
+		if (!(vmax[m] > 0)) {
+			vmax[m] = 1;
+		}
 	}
 	const char *before_label = plot->before_label ? plot->before_label
 						      : "before: round-robin, one replica per expert";
 	const char *after_label = plot->after_label ? plot->after_label : "after placement";
+	/* Narrow maps (EP1, EP2) get wider cells: at least 120 px of map,
+	 * at most 60 px a cell. */
 	struct heatmap_layout lay = {
-		.cell_w = clamp(360.0 / plot->n_gpus, 1.5, 28.0),
+		.cell_w = fmax(clamp(360.0 / plot->n_gpus, 1.5, 28.0), fmin(120.0 / plot->n_gpus, 60.0)),
 		.cell_h = clamp(600.0 / plot->n_layers, 12.0, 28.0),
 	};
 	/* The colour bar's title runs along the bar, as tall as the maps:
@@ -480,7 +495,9 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	lay.label_every = (uint32_t)ceil(13.0 / lay.cell_h);
 	double tw = fmax(mp_svg_text_width(before_label, 13),
 			 plot->after ? mp_svg_text_width(after_label, 13) : 0);
-	lay.block_w = fmax(lay.map_w + FACTOR_W, tw + 10) + 30;
+	/* each map, its max/mean column and its colour bar (16 px, ticks and
+	 * the bar's title: about 90 px) */
+	lay.block_w = fmax(lay.map_w + FACTOR_W + CBAR_W, tw + 10) + 30;
 	char digits[16];
 	uint32_t max_id = plot->n_layers - 1;
 	for (uint32_t r = 0; plot->layer_ids && r < plot->n_layers; r++) {
@@ -490,8 +507,7 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	lay.left = 16 + 18 + mp_svg_text_width(digits, lay.font) + 8;
 	lay.top = (plot->title ? TITLE_H : 8.0) + 38;
 	int n_maps = plot->after ? 2 : 1;
-	double cbar_x = lay.left + n_maps * lay.block_w;
-	double width = cbar_x + 16 + 8 + 50 + 24;
+	double width = lay.left + n_maps * lay.block_w;
 	double height = lay.top + lay.map_h + 64;
 	struct mp_svg *svg = NULL;
 	int rc = mp_svg_create(width, height, plot->title ? plot->title : "Load per GPU per layer", &svg);
@@ -500,14 +516,15 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	}
 	doc_title(svg, plot->title);
 	mp_svg_vtext(svg, 16 + 12, lay.top + lay.map_h / 2, 12, "axis-label", "MoE layer");
-	rc = heatmap_block(svg, plot, &lay, plot->before, "before", before_label, lay.left, vmax, true);
-	if (rc == 0 && plot->after) {
-		rc = heatmap_block(svg, plot, &lay, plot->after, "after", after_label,
-				   lay.left + lay.block_w, vmax, false);
-	}
-	if (rc == 0) {
-		rc = mp_svg_colorbar(svg, cbar_x, lay.top, 16, lay.map_h, 0, vmax, "colorbar",
-				     plot->value_label ? plot->value_label : "load");
+	const char *unit = plot->value_label ? plot->value_label : "load";
+	for (int m = 0; m < n_maps && rc == 0; m++) {
+		double x0 = lay.left + m * lay.block_w;
+		rc = heatmap_block(svg, plot, &lay, m ? plot->after : plot->before, m ? "after" : "before",
+				   m ? after_label : before_label, x0, vmin[m], vmax[m], m == 0);
+		if (rc == 0) {
+			rc = mp_svg_colorbar(svg, x0 + lay.map_w + FACTOR_W + 10, lay.top, 16, lay.map_h,
+					     vmin[m], vmax[m], m ? "colorbar-after" : "colorbar", unit);
+		}
 	}
 	return finish(svg, rc, out, path);
 }

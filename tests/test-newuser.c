@@ -535,6 +535,39 @@ static void newuser__wall_clock_limit_is_reported(void **state)
 	unlink(plan);
 }
 
+/* Item 10: `check --svg` names the map and the loads in its title, gives
+ * the load a unit, counts this map's slots in its caption (OLMoE, 64
+ * experts, 72 slots on 8 GPUs: 9 per GPU, 8 redundant) and draws each map
+ * on its own colour scale (a colour bar per map). */
+static void newuser__check_svg_says_what_it_shows(void **state)
+{
+	(void)state;
+	char plan[64], svg[64];
+	scratch(plan, sizeof(plan), "p");
+	scratch(svg, sizeof(svg), "svg");
+	struct cli_result r = cli_run("place", src_path("plans/traces/olmoe_c4.csv"), "--gpus", "8",
+				      "--slots", "72", "-q", "-o", plan, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", plan, "--loads", src_path("plans/traces/olmoe_github.csv"), "--svg", svg,
+		    "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *doc = cli_slurp(svg);
+	assert_non_null(doc);
+	const char *base = strrchr(plan, '/') + 1;
+	char want[128];
+	snprintf(want, sizeof(want), "check: %s under olmoe_github.csv", base);
+	assert_non_null(strstr(doc, want));
+	assert_non_null(strstr(doc, "this map: 9 slots per GPU (8 redundant)"));
+	assert_non_null(strstr(doc, "load per GPU, in the unit of olmoe_github.csv"));
+	assert_non_null(strstr(doc, "id=\"colorbar\""));
+	assert_non_null(strstr(doc, "id=\"colorbar-after\""));
+	free(doc);
+	unlink(plan);
+	unlink(svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -554,6 +587,7 @@ int main(void)
 		cmocka_unit_test(newuser__simulate_takes_what_the_plan_knows),
 		cmocka_unit_test(newuser__simulate_places_redundant_slots),
 		cmocka_unit_test(newuser__wall_clock_limit_is_reported),
+		cmocka_unit_test(newuser__check_svg_says_what_it_shows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -652,16 +652,20 @@ static void svg__heatmap_factors_and_common_scale(void **state)
 	 * (row 0), mean (4 + 1) / 2 = 2.50. */
 	assert_true(content(element(doc, "summary-before"), buf, sizeof(buf)));
 	assert_string_equal(buf, "max/mean: worst 4.00 (layer 3), mean 2.50");
-	/* One scale 0..4 for both: 4 is the top of viridis, 0 the bottom, and
-	 * the after map's 2 is its middle (not its own top). */
+	/* Each map on its own scale (issue 16 item 10: a balanced "after"
+	 * on the scale of a skewed "before" is one flat colour): before 0..4,
+	 * 4 the top of viridis and 0 the bottom; after 0..2, its 2 is its own
+	 * top, with its own colour bar. */
 	assert_true(cell_fill(doc, "heatmap-before", 0, buf, sizeof(buf)));
 	assert_string_equal(buf, "#fde725");
 	assert_true(cell_fill(doc, "heatmap-before", 1, buf, sizeof(buf)));
 	assert_string_equal(buf, "#440154");
 	assert_true(cell_fill(doc, "heatmap-after", 4, buf, sizeof(buf)));
-	assert_string_equal(buf, "#21918c");
+	assert_string_equal(buf, "#fde725");
 	assert_true(attr(element(doc, "colorbar"), "data-max", buf, sizeof(buf)));
 	assert_string_equal(buf, "4");
+	assert_true(attr(element(doc, "colorbar-after"), "data-max", buf, sizeof(buf)));
+	assert_string_equal(buf, "2");
 	assert_true(attr(element(doc, "heatmap-after"), "data-rows", buf, sizeof(buf)));
 	assert_string_equal(buf, "3");
 	assert_int_equal(count(doc, " id=\"factor-"), 6);

@@ -256,6 +256,13 @@ static double sglang_static_loads(const struct mp_placement *map, uint32_t l, co
 	return max;
 }
 
+/* "a/b/c.yaml" -> "c.yaml" */
+static const char *cli_base(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 static struct mp_doc *report(const struct mp_placement *map, const struct mp_loads *loads,
 			     const struct mp_placement *eval, const struct mp_placement *best)
 {
@@ -423,11 +430,22 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	if (a.svg) {
+		/* Say which map, which loads and in what unit (issue 16 item 10). */
+		char title[512], after_label[160], unit[160];
+		snprintf(title, sizeof(title), "check: %s under %s, load per GPU per MoE layer",
+			 cli_base(a.plan), cli_base(a.loads));
+		uint32_t slots = map.gpus * map.slots_per_gpu;
+		snprintf(after_label, sizeof(after_label), "this map: %u slot%s per GPU (%u redundant)",
+			 map.slots_per_gpu, map.slots_per_gpu == 1 ? "" : "s",
+			 slots > map.n_experts ? slots - map.n_experts : 0);
+		snprintf(unit, sizeof(unit), "load per GPU, in the unit of %s", cli_base(a.loads));
 		struct cli_heatmap_spec spec = {
 			.path = a.svg,
+			.title = title,
 			.after = &map,
-			.after_label = "this map",
+			.after_label = after_label,
 			.loads = &loads,
+			.value_label = unit,
 		};
 		exit_code = cli_plot_heatmap(&spec, NULL);
 		if (exit_code != EXIT_OK) {
