@@ -28,8 +28,8 @@ import tempfile
 # NAME -> list of steps; a step is (shell command shown in the README,
 # argv run, what to show: "stdout", "stderr", "grep:WORD" (stdout lines
 # holding WORD), or "file:PATH:START:STOP" (lines of PATH from the line
-# equal to START up to, not including, the first line starting with STOP
-# after it), fence language).
+# starting with START up to, not including, the second line starting with
+# STOP after it), fence language).
 FIT = ["fit", "--model", "plans/models/deepseek-v4.1-flash.yaml", "--hardware",
        "hardware/gb200-nvl72.yaml", "--ep", "64", "--requests", "256", "--context", "131072",
        "--tokens-per-request", "4"]
@@ -39,7 +39,7 @@ BLOCKS = {
     "fit": [(FIT, "stdout", "text")],
     "summary": [(["plan", "plans/default.yaml", "--format", "text"], "stdout", "text")],
     "report": [(["plan", "plans/default.yaml", "-o", "plan.yaml", "--report", "report.md"],
-                "file:report.md:# Plan:## Where the experts go", "markdown")],
+                "file:report.md:# Plan:## ", "markdown")],
     "replan": [
         (["place", WIN_A, "--gpus", "8", "--slots", "72", "-o", "old.yaml"], "stderr", "text"),
         (["check", "old.yaml", "--loads", WIN_B], "grep:worst_balancedness", "text"),
@@ -99,8 +99,10 @@ def render(name, args, work):
             _, path, start, stop = what.split(":", 3)
             lines = open(os.path.join(work, path)).read().splitlines()
             i = next(k for k, l in enumerate(lines) if l.startswith(start))
-            j = next((k for k in range(i + 1, len(lines)) if lines[k].startswith(stop)),
-                     len(lines))
+            # up to the second STOP line after START: the summary table and
+            # the first section (the EP widths)
+            heads = [k for k in range(i + 1, len(lines)) if lines[k].startswith(stop)]
+            j = heads[1] if len(heads) > 1 else len(lines)
             text = "\n".join(lines[i:j]).rstrip("\n") + "\n"
         if not what.startswith("grep:"):
             cmd_text = shown(cmd)
