@@ -292,6 +292,7 @@ struct step_run {
 	enum mp_step_factor factor;
 	double before, after;         /* the factor's value */
 	double measured_s;
+	struct mp_efficiency eff;     /* the calibrated factors */
 	struct step_point pred[16];
 	size_t n_pred;
 };
@@ -312,11 +313,16 @@ static int print_run(void *user, FILE *f)
 	const struct step_run *r = user;
 	print_point(f, &r->main);
 	if (r->calibrated) {
-		fprintf(f, "\ncalibrated %s from a measured step of %.4g ms: %.6g -> %.6g\n",
+		fprintf(f, "\ncalibrated %s from a measured step of %.4g ms: %.6g -> %.6g (the step above "
+			   "uses it)\n",
 			mp_step_factor_name(r->factor), r->measured_s * 1e3, r->before, r->after);
 		for (size_t i = 0; i < r->n_pred; i++) {
 			fprintf(f, "\npredicted with it:\n");
 			print_point(f, &r->pred[i]);
+			fprintf(f, "tokens/s per GPU here / at the measured width: %.4f\n",
+				r->main.s.tokens_per_s_per_gpu > 0.0
+					? r->pred[i].s.tokens_per_s_per_gpu / r->main.s.tokens_per_s_per_gpu
+					: 0.0);
 		}
 	}
 	return 0;
@@ -396,8 +402,11 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 		struct mp_efficiency e;
 		rc = mp_step_calibrate(m, hw, in, a->factor, measured, &e);
 		if (rc) {
-			cli_error("step: no value of %s reproduces a %.4g ms step (%s)",
-				  mp_step_factor_name(a->factor), measured * 1e3, mp_strerror(rc));
+			cli_error("step: no value of %s reproduces a %.4g ms step%s",
+				  mp_step_factor_name(a->factor), measured * 1e3,
+				  rc == MP_ENOFIT ? " (the other terms alone are longer, or the factor's whole "
+						    "range cannot make the step that long)"
+						  : "");
 			return EXIT_INPUT;
 		}
 		r.calibrated = true;
@@ -405,7 +414,13 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 		r.measured_s = measured;
 		r.before = factor_value(&r.main.s.efficiency, a->factor);
 		r.after = factor_value(&e, a->factor);
-		hw->efficiency = e;
+		r.eff = e;
+		in->efficiency = &r.eff;
+		if (evaluate(m, hw, &r.main) != 0) {
+			cli_error("step: cannot evaluate EP%u with the calibrated %s", a->ep,
+				  mp_step_factor_name(a->factor));
+			return EXIT_INPUT;
+		}
 		for (size_t i = 0; i < a->n_predict; i++) {
 			struct step_point *q = &r.pred[r.n_pred];
 			q->in = *in;
