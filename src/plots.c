@@ -455,7 +455,7 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	 * with a 5x "before", a balanced "after" is one flat colour and its
 	 * remaining imbalance cannot be seen. The max/mean column compares
 	 * the two. */
-	double vmax[2] = {0, 0}, vmin[2] = {INFINITY, INFINITY};
+	double vmax[2] = {0, 0}, vmin[2] = {HUGE_VAL, HUGE_VAL};
 	for (int m = 0; m < 2; m++) {
 		const double *v = m == 0 ? plot->before : plot->after;
 		for (size_t i = 0; v && i < cells; i++) {
