@@ -1854,6 +1854,323 @@ static int collect_moves(struct mp_replan *out, const struct mp_placement *cur)
 	return 0;
 }
 
+/* One re-planning run: its inputs, the result being built, and the
+ * search state its stages share (run_* below, in order). */
+struct replan_run {
+	const struct mp_placement *current;
+	const struct mp_loads *loads;
+	const struct mp_replan_options *opts;
+	struct mp_diags *diags;
+	uint32_t L, E, G, S, N;
+	struct mp_replan res;     /* the result, handed to the caller at the end */
+	struct mp_placement raw;  /* the from-scratch plan */
+	struct layer_work *lws;   /* [L] */
+	struct rs st;
+	struct rw w;
+	unsigned char *used;
+	struct choice c;
+};
+
+/* The result's placements and the current plan evaluated on the loads
+ * (every expert needs a slot in it). */
+static int run_start(struct replan_run *r)
+{
+	uint32_t L = r->L, E = r->E, G = r->G, S = r->S, N = r->N;
+	r->res.expert_bytes = r->opts->expert_bytes;
+	r->res.link_bw_bytes_per_s = r->opts->link_bw_bytes_per_s;
+	if (!r->lws || !r->used) {
+		return MP_ENOMEM;
+	}
+	int rc = mp_placement_alloc(&r->res.before, L, E, G, S);
+	if (rc == 0) {
+		rc = mp_placement_alloc(&r->res.after, L, E, G, S);
+	}
+	if (rc == 0) {
+		rc = mp_placement_alloc(&r->res.scratch, L, E, G, S);
+	}
+	if (rc) {
+		if (rc == MP_EINVAL) {
+			mp_diags_add(r->diags, NULL, 0, 0, rc, "cannot hold %u layers of %u slots for %u experts",
+				     L, N, E);
+		}
+		return rc;
+	}
+	for (uint32_t l = 0; l < L; l++) {
+		rc = eval_into(r->current->layers[l].slot_expert, mp_loads_row(r->loads, l), r->current,
+			       &r->res.before.layers[l]);
+		if (rc) {
+			if (rc == MP_EINVAL) {
+				mp_diags_add(r->diags, NULL, 0, 0, rc,
+					     "layer %u of the current plan: an expert has no slot", l);
+			}
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Stage 1: the from-scratch plan, and the search's scratch buffers. */
+static int run_scratch(struct replan_run *r)
+{
+	uint32_t L = r->L;
+	uint32_t E = r->E;
+	uint32_t G = r->G;
+	uint32_t S = r->S;
+	uint32_t N = r->N;
+	int rc = 0;
+	/* 1. from scratch */
+	struct mp_place_options po;
+	mp_place_options_init(&po);
+	po.time_limit_s = r->opts->time_limit_s;
+	po.threads = r->opts->threads;
+	po.verbose = r->opts->verbose;
+	rc = mp_place(r->loads, G, S, &po, &r->raw, r->diags);
+	if (rc) {
+		return rc;
+	}
+	r->res.layers = calloc(L, sizeof(*r->res.layers));
+	r->c.map = malloc(sizeof(*r->c.map) * N);
+	r->w.stamp = calloc(G, sizeof(*r->w.stamp));
+	r->w.delta = calloc(G, sizeof(*r->w.delta));
+	r->w.chg = calloc(G, sizeof(*r->w.chg));
+	r->w.estamp = calloc(E, sizeof(*r->w.estamp));
+	rc = MP_ENOMEM;
+	if (!r->res.layers || !r->c.map || !r->w.stamp || !r->w.delta || !r->w.chg || !r->w.estamp) {
+		return rc;
+	}
+	r->w.mark = 0;
+	r->w.emark = 0;
+	return 0;
+}
+
+/* Stage 2: each layer's curve, its best load for 0, 1, 2, ... moves. */
+static int run_curves(struct replan_run *r)
+{
+	uint32_t L = r->L;
+	uint32_t E = r->E;
+	uint32_t G = r->G;
+	uint32_t S = r->S;
+	uint32_t N = r->N;
+	int rc = 0;
+	/* 2. the curves */
+	for (uint32_t l = 0; l < L; l++) {
+		struct layer_work *lw = &r->lws[l];
+		const double *wl = mp_loads_row(r->loads, l);
+		double mean = r->res.before.layers[l].mean_load;
+		double wmax = 0;
+		for (uint32_t e = 0; e < E; e++) {
+			wmax = wl[e] > wmax ? wl[e] : wmax;
+		}
+		lw->pr = (struct rp){
+			.E = E, .G = G, .S = S, .N = N, .w = wl,
+			.orig = r->current->layers[l].slot_expert,
+			.tol = RP_REL_TOL * fmax(fmax(mean, wmax / G), 1e-300),
+			.lb = r->raw.layers[l].lower_bound,
+		};
+		lw->pr.ocnt = calloc((size_t)G * E, sizeof(*lw->pr.ocnt));
+		lw->scratch = malloc(sizeof(*lw->scratch) * N);
+		if (!lw->pr.ocnt || !lw->scratch) {
+			rc = MP_ENOMEM;
+			return rc;
+		}
+		for (uint32_t p = 0; p < N; p++) {
+			lw->pr.ocnt[(size_t)(p / S) * E + lw->pr.orig[p]]++;
+		}
+		if (!r->st.slot) {
+			rc = rs_alloc(&r->st, &lw->pr);
+			if (rc) {
+				return rc;
+			}
+		}
+		r->w.deadline = now_s() + r->opts->time_limit_s;
+		r->w.timed_out = false;
+		rc = layer_curve(lw, &r->raw.layers[l], &r->st, &r->w, r->used);
+		lw->timed_out = r->w.timed_out;
+		if (rc) {
+			return rc;
+		}
+	}
+	return 0;
+}
+
+/* Stage 3: the move budget split over the layers (with a move cost,
+ * each layer's best point on its own). */
+static int run_budget(struct replan_run *r)
+{
+	uint32_t L = r->L;
+	int rc = 0;
+	/* 3. the budget split (or, with a move cost, each layer on its own) */
+	size_t sumK = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		sumK += r->lws[l].K;
+	}
+	r->res.total_curve_len = sumK + 1;
+	r->res.total_curve = malloc(sizeof(*r->res.total_curve) * r->res.total_curve_len);
+	if (!r->res.total_curve) {
+		rc = MP_ENOMEM;
+		return rc;
+	}
+	rc = split_budget(r->lws, L, r->opts->max_moves, r->res.total_curve, r->res.total_curve_len);
+	if (rc) {
+		return rc;
+	}
+	if (r->opts->cost_mode) {
+		for (uint32_t l = 0; l < L; l++) {
+			struct layer_work *lw = &r->lws[l];
+			double mean = r->res.before.layers[l].mean_load;
+			uint32_t best = 0;
+			for (uint32_t k = 1; k <= lw->K; k++) {
+				if (layer_cost(r->opts, mean, lw->curve[k], k) <
+				    layer_cost(r->opts, mean, lw->curve[best], best) - 1e-15) {
+					best = k;
+				}
+			}
+			lw->pick = best;
+		}
+	}
+	return 0;
+}
+
+/* Stage 4: each layer's plan within its share of the budget. */
+static int run_layer_plans(struct replan_run *r)
+{
+	uint32_t L = r->L;
+	uint32_t N = r->N;
+	int rc = 0;
+	/* 4. each layer's plan; a layer may also use the moves that the
+	 * layers before it left unused (the MIP can do better than the curve) */
+	uint64_t reserved = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		reserved += r->lws[l].pick;
+	}
+	uint64_t spent = 0;
+	for (uint32_t l = 0; l < L; l++) {
+		struct layer_work *lw = &r->lws[l];
+		struct mp_replan_layer *rl = &r->res.layers[l];
+		double mean = r->res.before.layers[l].mean_load;
+		double bound = 0;
+		enum mp_place_status status = MP_PLACE_FEASIBLE;
+		reserved -= lw->pick;
+		uint64_t avail = N;
+		if (!r->opts->cost_mode && r->opts->max_moves != MP_REPLAN_UNLIMITED) {
+			avail = r->opts->max_moves - spent - reserved;
+		} else if (r->opts->cost_mode) {
+			avail = lw->pick;
+		}
+		lw->budget = (uint32_t)(avail < N ? avail : N);
+		r->w.deadline = now_s() + r->opts->time_limit_s;
+		r->w.timed_out = false;
+		rc = layer_plan(lw, r->opts, mean, r->w.deadline, &r->st, &r->w, r->used, &r->c, &bound, &status);
+		if (rc) {
+			return rc;
+		}
+		if (r->w.timed_out || lw->timed_out) {
+			/* a local search stopped on the clock: the plan is valid but
+			 * may depend on machine speed */
+			status = MP_PLACE_TIME_LIMIT;
+		}
+		spent += r->c.moves;
+		rc = eval_into(r->c.map, lw->pr.w, r->current, &r->res.after.layers[l]);
+		if (rc == 0) {
+			rc = eval_into(lw->scratch, lw->pr.w, r->current, &r->res.scratch.layers[l]);
+		}
+		if (rc) {
+			return rc;
+		}
+		if (r->raw.layers[l].status == MP_PLACE_TIME_LIMIT) {
+			/* the from-scratch plan and its bound came from a search the
+			 * time limit stopped: the result may depend on machine speed */
+			status = MP_PLACE_TIME_LIMIT;
+		}
+		struct mp_layer_placement *a = &r->res.after.layers[l];
+		mp_layer_placement_set_bound(a, bound, status);
+		a->method = r->c.method;
+		struct mp_layer_placement *s = &r->res.scratch.layers[l];
+		mp_layer_placement_set_bound(s, r->raw.layers[l].lower_bound, r->raw.layers[l].status);
+		s->method = r->raw.layers[l].method;
+		*rl = (struct mp_replan_layer){
+			.max_before = r->res.before.layers[l].max_load,
+			.max_after = a->max_load,
+			.mean_load = mean,
+			.scratch_max = s->max_load,
+			.scratch_moves = lw->scratch_moves,
+			.lower_bound = bound,
+			.gap = a->gap,
+			.status = status,
+			.method = r->c.method,
+			.curve = lw->curve,
+			.curve_len = lw->K + 1,
+		};
+		for (uint32_t p = 0; p < N; p++) {
+			rl->scratch_moves_raw += r->raw.layers[l].slot_expert[p] != lw->pr.orig[p];
+		}
+		lw->curve = NULL;
+		r->res.sum_before += rl->max_before;
+		r->res.sum_after += rl->max_after;
+		r->res.sum_scratch += rl->scratch_max;
+		r->res.sum_bound += r->raw.layers[l].lower_bound;
+	}
+	return 0;
+}
+
+/* The gain, keeping the current plan when it is below min_gain, and the
+ * moves. */
+static int run_finish(struct replan_run *r)
+{
+	uint32_t L = r->L;
+	int rc = 0;
+	r->res.gain = r->res.sum_before > 0 ? (r->res.sum_before - r->res.sum_after) / r->res.sum_before : 0;
+	if (r->opts->min_gain > 0 && r->res.gain < r->opts->min_gain) {
+		r->res.kept = true;
+		r->res.kept_gain = r->res.gain;
+		for (uint32_t l = 0; l < L; l++) {
+			rc = eval_into(r->current->layers[l].slot_expert, mp_loads_row(r->loads, l), r->current,
+				       &r->res.after.layers[l]);
+			if (rc) {
+				return rc;
+			}
+			r->res.after.layers[l].method = M_KEPT;
+			r->res.layers[l].max_after = r->res.layers[l].max_before;
+			r->res.layers[l].method = M_KEPT;
+			r->res.layers[l].status = r->res.after.layers[l].status;
+			r->res.layers[l].lower_bound = r->res.after.layers[l].lower_bound;
+			r->res.layers[l].gap = r->res.after.layers[l].gap;
+		}
+		r->res.sum_after = r->res.sum_before;
+		r->res.gain = 0;
+	}
+	double denom = r->res.sum_before - r->res.sum_scratch;
+	r->res.recovered = denom > 0 ? (r->res.sum_before - r->res.sum_after) / denom : 1.0;
+	rc = collect_moves(&r->res, r->current);
+	if (rc) {
+		return rc;
+	}
+	return 0;
+}
+
+static void run_free(struct replan_run *r)
+{
+	if (r->lws) {
+		for (uint32_t l = 0; l < r->L; l++) {
+			free(r->lws[l].pr.ocnt);
+			free(r->lws[l].scratch);
+			free(r->lws[l].curve);
+			free(r->lws[l].curve_step);
+			traj_free(&r->lws[l].traj);
+		}
+	}
+	free(r->lws);
+	rs_free(&r->st);
+	free(r->w.stamp);
+	free(r->w.delta);
+	free(r->w.chg);
+	free(r->w.estamp);
+	free(r->used);
+	free(r->c.map);
+	mp_placement_finish(&r->raw);
+	mp_replan_finish(&r->res);
+}
+
 int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loads,
 		  const struct mp_replan_options *opts, struct mp_replan *out,
 		  struct mp_diags *diags)
@@ -1867,262 +2184,43 @@ int mp_replan_run(const struct mp_placement *current, const struct mp_loads *loa
 	if (rc) {
 		return rc;
 	}
-	uint32_t L = current->n_layers;
-	uint32_t E = current->n_experts;
-	uint32_t G = current->gpus;
-	uint32_t S = current->slots_per_gpu;
-	uint32_t N = G * S;
-	struct mp_replan res;
-	mp_replan_init(&res);
-	struct mp_placement raw;
-	mp_placement_init(&raw);
-	struct layer_work *lws = calloc(L, sizeof(*lws));
-	struct rs st = {0};
-	struct rw w = {0};
-	unsigned char *used = malloc(2 * (size_t)S + 2);
-	struct choice c = {.used = used};
-	res.expert_bytes = opts->expert_bytes;
-	res.link_bw_bytes_per_s = opts->link_bw_bytes_per_s;
-	rc = MP_ENOMEM;
-	if (!lws || !used) {
-		goto out;
-	}
-	rc = mp_placement_alloc(&res.before, L, E, G, S);
+	struct replan_run r = {
+		.current = current,
+		.loads = loads,
+		.opts = opts,
+		.diags = diags,
+		.L = current->n_layers,
+		.E = current->n_experts,
+		.G = current->gpus,
+		.S = current->slots_per_gpu,
+		.N = current->gpus * current->slots_per_gpu,
+	};
+	mp_replan_init(&r.res);
+	mp_placement_init(&r.raw);
+	r.lws = calloc(r.L, sizeof(*r.lws));
+	r.used = malloc(2 * (size_t)r.S + 2);
+	r.c.used = r.used;
+	rc = run_start(&r);
 	if (rc == 0) {
-		rc = mp_placement_alloc(&res.after, L, E, G, S);
+		rc = run_scratch(&r);
 	}
 	if (rc == 0) {
-		rc = mp_placement_alloc(&res.scratch, L, E, G, S);
+		rc = run_curves(&r);
 	}
-	if (rc) {
-		if (rc == MP_EINVAL) {
-			mp_diags_add(diags, NULL, 0, 0, rc, "cannot hold %u layers of %u slots for %u experts",
-				     L, N, E);
-		}
-		goto out;
+	if (rc == 0) {
+		rc = run_budget(&r);
 	}
-	/* every expert needs a slot in the current plan */
-	for (uint32_t l = 0; l < L; l++) {
-		rc = eval_into(current->layers[l].slot_expert, mp_loads_row(loads, l), current,
-			       &res.before.layers[l]);
-		if (rc) {
-			if (rc == MP_EINVAL) {
-				mp_diags_add(diags, NULL, 0, 0, rc,
-					     "layer %u of the current plan: an expert has no slot", l);
-			}
-			goto out;
-		}
+	if (rc == 0) {
+		rc = run_layer_plans(&r);
 	}
-	/* 1. from scratch */
-	struct mp_place_options po;
-	mp_place_options_init(&po);
-	po.time_limit_s = opts->time_limit_s;
-	po.threads = opts->threads;
-	po.verbose = opts->verbose;
-	rc = mp_place(loads, G, S, &po, &raw, diags);
-	if (rc) {
-		goto out;
+	if (rc == 0) {
+		rc = run_finish(&r);
 	}
-	res.layers = calloc(L, sizeof(*res.layers));
-	c.map = malloc(sizeof(*c.map) * N);
-	w.stamp = calloc(G, sizeof(*w.stamp));
-	w.delta = calloc(G, sizeof(*w.delta));
-	w.chg = calloc(G, sizeof(*w.chg));
-	w.estamp = calloc(E, sizeof(*w.estamp));
-	rc = MP_ENOMEM;
-	if (!res.layers || !c.map || !w.stamp || !w.delta || !w.chg || !w.estamp) {
-		goto out;
+	if (rc == 0) {
+		mp_replan_finish(out);
+		*out = r.res;
+		mp_replan_init(&r.res);
 	}
-	w.mark = 0;
-	w.emark = 0;
-	/* 2. the curves */
-	for (uint32_t l = 0; l < L; l++) {
-		struct layer_work *lw = &lws[l];
-		const double *wl = mp_loads_row(loads, l);
-		double mean = res.before.layers[l].mean_load;
-		double wmax = 0;
-		for (uint32_t e = 0; e < E; e++) {
-			wmax = wl[e] > wmax ? wl[e] : wmax;
-		}
-		lw->pr = (struct rp){
-			.E = E, .G = G, .S = S, .N = N, .w = wl,
-			.orig = current->layers[l].slot_expert,
-			.tol = RP_REL_TOL * fmax(fmax(mean, wmax / G), 1e-300),
-			.lb = raw.layers[l].lower_bound,
-		};
-		lw->pr.ocnt = calloc((size_t)G * E, sizeof(*lw->pr.ocnt));
-		lw->scratch = malloc(sizeof(*lw->scratch) * N);
-		if (!lw->pr.ocnt || !lw->scratch) {
-			rc = MP_ENOMEM;
-			goto out;
-		}
-		for (uint32_t p = 0; p < N; p++) {
-			lw->pr.ocnt[(size_t)(p / S) * E + lw->pr.orig[p]]++;
-		}
-		if (!st.slot) {
-			rc = rs_alloc(&st, &lw->pr);
-			if (rc) {
-				goto out;
-			}
-		}
-		w.deadline = now_s() + opts->time_limit_s;
-		w.timed_out = false;
-		rc = layer_curve(lw, &raw.layers[l], &st, &w, used);
-		lw->timed_out = w.timed_out;
-		if (rc) {
-			goto out;
-		}
-	}
-	/* 3. the budget split (or, with a move cost, each layer on its own) */
-	size_t sumK = 0;
-	for (uint32_t l = 0; l < L; l++) {
-		sumK += lws[l].K;
-	}
-	res.total_curve_len = sumK + 1;
-	res.total_curve = malloc(sizeof(*res.total_curve) * res.total_curve_len);
-	if (!res.total_curve) {
-		rc = MP_ENOMEM;
-		goto out;
-	}
-	rc = split_budget(lws, L, opts->max_moves, res.total_curve, res.total_curve_len);
-	if (rc) {
-		goto out;
-	}
-	if (opts->cost_mode) {
-		for (uint32_t l = 0; l < L; l++) {
-			struct layer_work *lw = &lws[l];
-			double mean = res.before.layers[l].mean_load;
-			uint32_t best = 0;
-			for (uint32_t k = 1; k <= lw->K; k++) {
-				if (layer_cost(opts, mean, lw->curve[k], k) <
-				    layer_cost(opts, mean, lw->curve[best], best) - 1e-15) {
-					best = k;
-				}
-			}
-			lw->pick = best;
-		}
-	}
-	/* 4. each layer's plan; a layer may also use the moves that the
-	 * layers before it left unused (the MIP can do better than the curve) */
-	uint64_t reserved = 0;
-	for (uint32_t l = 0; l < L; l++) {
-		reserved += lws[l].pick;
-	}
-	uint64_t spent = 0;
-	for (uint32_t l = 0; l < L; l++) {
-		struct layer_work *lw = &lws[l];
-		struct mp_replan_layer *rl = &res.layers[l];
-		double mean = res.before.layers[l].mean_load;
-		double bound = 0;
-		enum mp_place_status status = MP_PLACE_FEASIBLE;
-		reserved -= lw->pick;
-		uint64_t avail = N;
-		if (!opts->cost_mode && opts->max_moves != MP_REPLAN_UNLIMITED) {
-			avail = opts->max_moves - spent - reserved;
-		} else if (opts->cost_mode) {
-			avail = lw->pick;
-		}
-		lw->budget = (uint32_t)(avail < N ? avail : N);
-		w.deadline = now_s() + opts->time_limit_s;
-		w.timed_out = false;
-		rc = layer_plan(lw, opts, mean, w.deadline, &st, &w, used, &c, &bound, &status);
-		if (rc) {
-			goto out;
-		}
-		if (w.timed_out || lw->timed_out) {
-			/* a local search stopped on the clock: the plan is valid but
-			 * may depend on machine speed */
-			status = MP_PLACE_TIME_LIMIT;
-		}
-		spent += c.moves;
-		rc = eval_into(c.map, lw->pr.w, current, &res.after.layers[l]);
-		if (rc == 0) {
-			rc = eval_into(lw->scratch, lw->pr.w, current, &res.scratch.layers[l]);
-		}
-		if (rc) {
-			goto out;
-		}
-		if (raw.layers[l].status == MP_PLACE_TIME_LIMIT) {
-			/* the from-scratch plan and its bound came from a search the
-			 * time limit stopped: the result may depend on machine speed */
-			status = MP_PLACE_TIME_LIMIT;
-		}
-		struct mp_layer_placement *a = &res.after.layers[l];
-		mp_layer_placement_set_bound(a, bound, status);
-		a->method = c.method;
-		struct mp_layer_placement *s = &res.scratch.layers[l];
-		mp_layer_placement_set_bound(s, raw.layers[l].lower_bound, raw.layers[l].status);
-		s->method = raw.layers[l].method;
-		*rl = (struct mp_replan_layer){
-			.max_before = res.before.layers[l].max_load,
-			.max_after = a->max_load,
-			.mean_load = mean,
-			.scratch_max = s->max_load,
-			.scratch_moves = lw->scratch_moves,
-			.lower_bound = bound,
-			.gap = a->gap,
-			.status = status,
-			.method = c.method,
-			.curve = lw->curve,
-			.curve_len = lw->K + 1,
-		};
-		for (uint32_t p = 0; p < N; p++) {
-			rl->scratch_moves_raw += raw.layers[l].slot_expert[p] != lw->pr.orig[p];
-		}
-		lw->curve = NULL;
-		res.sum_before += rl->max_before;
-		res.sum_after += rl->max_after;
-		res.sum_scratch += rl->scratch_max;
-		res.sum_bound += raw.layers[l].lower_bound;
-	}
-	res.gain = res.sum_before > 0 ? (res.sum_before - res.sum_after) / res.sum_before : 0;
-	if (opts->min_gain > 0 && res.gain < opts->min_gain) {
-		res.kept = true;
-		res.kept_gain = res.gain;
-		for (uint32_t l = 0; l < L; l++) {
-			rc = eval_into(current->layers[l].slot_expert, mp_loads_row(loads, l), current,
-				       &res.after.layers[l]);
-			if (rc) {
-				goto out;
-			}
-			res.after.layers[l].method = M_KEPT;
-			res.layers[l].max_after = res.layers[l].max_before;
-			res.layers[l].method = M_KEPT;
-			res.layers[l].status = res.after.layers[l].status;
-			res.layers[l].lower_bound = res.after.layers[l].lower_bound;
-			res.layers[l].gap = res.after.layers[l].gap;
-		}
-		res.sum_after = res.sum_before;
-		res.gain = 0;
-	}
-	double denom = res.sum_before - res.sum_scratch;
-	res.recovered = denom > 0 ? (res.sum_before - res.sum_after) / denom : 1.0;
-	rc = collect_moves(&res, current);
-	if (rc) {
-		goto out;
-	}
-	mp_replan_finish(out);
-	*out = res;
-	mp_replan_init(&res);
-out:
-	if (lws) {
-		for (uint32_t l = 0; l < L; l++) {
-			free(lws[l].pr.ocnt);
-			free(lws[l].scratch);
-			free(lws[l].curve);
-			free(lws[l].curve_step);
-			traj_free(&lws[l].traj);
-		}
-	}
-	free(lws);
-	rs_free(&st);
-	free(w.stamp);
-	free(w.delta);
-	free(w.chg);
-	free(w.estamp);
-	free(used);
-	free(c.map);
-	mp_placement_finish(&raw);
-	mp_replan_finish(&res);
+	run_free(&r);
 	return rc;
 }
