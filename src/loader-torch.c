@@ -261,6 +261,19 @@ static struct pk_obj *pk_str(struct pk *pk, const unsigned char *s, size_t len)
 	return o;
 }
 
+/* Text from the file, made safe for a one-line message: printable ASCII
+ * kept, anything else '?', at most size - 1 bytes. */
+static const char *pk_safe(const char *in, char *out, size_t size)
+{
+	size_t n = 0;
+	for (; in && *in && n + 1 < size; in++) {
+		unsigned char c = (unsigned char)*in;
+		out[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	out[n] = '\0';
+	return out;
+}
+
 /* module and name of a GLOBAL: only the classes torch.save uses for plain
  * tensors are taken. */
 static struct pk_obj *pk_global(struct pk *pk, const char *module, const char *name)
@@ -289,8 +302,10 @@ static struct pk_obj *pk_global(struct pk *pk, const char *module, const char *n
 			}
 		}
 	}
+	char m[64];
+	char n[64];
 	pk_fail(pk, "the pickle names %s.%s; only plain tensors (integer or float32/64), dicts, "
-		"lists, numbers and strings are read", module, name);
+		"lists, numbers and strings are read", pk_safe(module, m, sizeof(m)), pk_safe(name, n, sizeof(n)));
 	return NULL;
 }
 
@@ -812,7 +827,9 @@ static struct pk_obj *tz_open(struct tz *z)
 			zip_fclose(f);
 		}
 		if (got < 0 || strncmp(order, "little", 6) != 0) {
-			tz_error(z, MP_EINVAL, "a big-endian torch.save archive (byteorder '%s') is not read", order);
+			char shown[16];
+			tz_error(z, MP_EINVAL, "a big-endian torch.save archive (byteorder '%s') is not read",
+				 pk_safe(order, shown, sizeof(shown)));
 			return NULL;
 		}
 	}
@@ -895,13 +912,17 @@ static const struct pk_obj *tz_tensor(struct tz *z, const struct pk_obj *t, cons
 	snprintf(name, sizeof(name), "data/%s", s->s);
 	zip_stat_t st;
 	*member = tz_entry(z, name, &st);
+	char shown[160];
+	char full[600];
+	snprintf(full, sizeof(full), "%s%s", z->prefix, name);
+	pk_safe(full, shown, sizeof(shown));
 	if (*member < 0) {
-		tz_error(z, MP_EINVAL, "'%s': storage member %s%s missing from the archive", key, z->prefix, name);
+		tz_error(z, MP_EINVAL, "'%s': storage member %s missing from the archive", key, shown);
 		return NULL;
 	}
 	if (!(st.valid & ZIP_STAT_SIZE) || st.size / s->elem_size < s->numel) {
-		tz_error(z, MP_EINVAL, "'%s': storage member %s%s holds fewer than %llu %s elements", key,
-			 z->prefix, name, (unsigned long long)s->numel, s->dtype);
+		tz_error(z, MP_EINVAL, "'%s': storage member %s holds fewer than %llu %s elements", key,
+			 shown, (unsigned long long)s->numel, s->dtype);
 		return NULL;
 	}
 	return t;

@@ -404,6 +404,28 @@ static void engines__csv_layer_ids(void **state)
 	unlink(few);
 }
 
+/* vLLM's EPLB state as EplbState.build holds it (vllm-state.pt): its map
+ * is per MoE layer (num_moe_layers rows) and starts as the identity
+ * layout [0..E-1, then redundant i % E]; logical_to_physical_map is 1024
+ * wide. moeplan reads the map; vLLM itself reads no file. */
+static void engines__vllm_state_reads(void **state)
+{
+	(void)state;
+	struct mp_placement m;
+	mp_placement_init(&m);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map(src_path(DIR "vllm-state.pt"), NULL, 3, &m, &d), 0);
+	assert_int_equal(m.n_layers, 2);
+	assert_int_equal(m.n_experts, 4);
+	const uint32_t want[] = {0, 1, 2, 3, 0, 1};
+	for (uint32_t l = 0; l < 2; l++) {
+		assert_memory_equal(m.layers[l].slot_expert, want, sizeof(want));
+	}
+	mp_placement_finish(&m);
+	mp_diags_finish(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +438,7 @@ int main(void)
 		cmocka_unit_test(engines__hf_layer_numbering),
 		cmocka_unit_test(engines__qwen_mlp_only_layers),
 		cmocka_unit_test(engines__csv_layer_ids),
+		cmocka_unit_test(engines__vllm_state_reads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

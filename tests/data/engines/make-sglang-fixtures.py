@@ -137,5 +137,31 @@ def main():
     print("duplicates (layer, gpu):", dups)
 
 
+def vllm_state():
+    # vllm-project/vllm vllm/distributed/eplb/eplb_state.py, EplbState.build (read at 0014ec6c58e1):
+    # build_initial_global_physical_to_logical_map, MAX_EXPERT_REDUNDANCY = 1023 (so
+    # logical_to_physical_map is 1024 wide, vLLM PR #20775), the replica loop, then the
+    # expansion to num_moe_layers. vLLM keeps these in memory only; torch.save of them is how a
+    # user would dump them.
+    num_moe_layers, num_logical, num_redundant, ep = 2, 4, 2, 3
+    num_physical = num_logical + num_redundant
+    p2l = list(range(num_logical)) + [i % num_logical for i in range(num_redundant)]
+    p2l = torch.tensor(p2l)
+    max_slots = 1023 + 1
+    l2p = torch.full((num_logical, max_slots), -1)
+    count = torch.zeros((num_logical,), dtype=torch.long)
+    for i in range(num_physical):
+        e = p2l[i]
+        l2p[e, count[e]] = i
+        count[e] += 1
+    state = dict(
+        physical_to_logical_map=p2l.unsqueeze(0).expand(num_moe_layers, -1).contiguous(),
+        logical_to_physical_map=l2p.unsqueeze(0).expand(num_moe_layers, -1, -1).contiguous(),
+        logical_replica_count=count.unsqueeze(0).expand(num_moe_layers, -1).contiguous(),
+        expert_load_window=torch.zeros((4, num_moe_layers, num_physical // ep), dtype=torch.int32))
+    torch.save(state, "vllm-state.pt")
+
+
 if __name__ == "__main__":
     main()
+    vllm_state()
