@@ -584,6 +584,34 @@ static void step__cli_keys_and_exit_codes(void **state)
 	cli_result_free(&r);
 }
 
+/* Seed 004 / DeepSeek's overview: V3 on 32 prefill + 144 decode H800.
+ * The plan must accept DeepSeek's deployment: prefill EP32 (fixed by the
+ * scenario) fits, and decode EP144 across 18 nodes is evaluated with its
+ * step and passes every rule (chosen or outranked, never rejected). Which
+ * width the model ranks first is printed, not asserted: README
+ * "Predicted vs published" reports it (EP72 with the default factors). */
+static void step__plan_accepts_deepseek_h800(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("plans/deepseek-v3-h800.yaml"), "-q", "-t",
+				      "60", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *prefill = strstr(r.out, "\"prefill\": {");
+	const char *decode = strstr(r.out, "\"decode\": {");
+	assert_non_null(prefill);
+	assert_non_null(decode);
+	assert_int_equal((int)json_number(prefill, "ep"), 32);
+	const char *ep144 = strstr(decode, "\"ep\": 144,");
+	assert_non_null(ep144);
+	const char *verdict = strstr(ep144, "\"verdict\": \"");
+	assert_non_null(verdict);
+	verdict += strlen("\"verdict\": \"");
+	assert_true(strncmp(verdict, "chosen", 6) == 0 || strncmp(verdict, "outranked", 9) == 0);
+	print_message("decode chose EP%d (published EP144); EP144's verdict: %.9s\n",
+		      (int)json_number(decode, "ep"), verdict);
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -597,6 +625,7 @@ int main(void)
 		cmocka_unit_test(step__prefill_ttft_is_whole_chunks),
 		cmocka_unit_test(step__rejects_bad_input),
 		cmocka_unit_test(step__cli_keys_and_exit_codes),
+		cmocka_unit_test(step__plan_accepts_deepseek_h800),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
