@@ -327,6 +327,52 @@ static uint32_t rmin_for(double w, double cutoff)
 	return r;
 }
 
+/* Count the vectors that hand out X extra replicas, at most range[i] to
+ * free level i (saturating at max_leaves + 1), before walking them:
+ * ways[x] = number of ways to hand out x extra replicas. PL_ENUM_DONE
+ * when there are at most max_leaves, else PL_ENUM_TOO_MANY (or TIMEOUT,
+ * NOMEM). */
+static enum pl_enum_result count_vectors(const uint32_t *range, uint32_t F, uint32_t X,
+					 uint64_t max_leaves, double deadline, struct pl_work *work)
+{
+	enum pl_enum_result res = PL_ENUM_DONE;
+	uint64_t *ways = calloc((size_t)X + 1, sizeof(*ways));
+	uint64_t *tmp = malloc(sizeof(*tmp) * ((size_t)X + 1));
+	if (!ways || !tmp) {
+		res = PL_ENUM_NOMEM;
+		goto out;
+	}
+	ways[0] = 1;
+	uint64_t lim = max_leaves + 1;
+	for (uint32_t i = 0; i < F; i++) {
+		if ((i & 63) == 63 && pl_timed_out(work, deadline)) {
+			res = PL_ENUM_TIMEOUT;
+			goto out;
+		}
+		/* new[x] = sum of old[x - range .. x]: a window over clamped
+		 * values stays >= lim whenever the true sum is. */
+		uint64_t run = 0;
+		for (uint32_t x = 0; x <= X; x++) {
+			run += ways[x];
+			if (x >= range[i] + 1) {
+				run -= ways[x - range[i] - 1];
+			}
+			tmp[x] = run > lim ? lim : run;
+		}
+		memcpy(ways, tmp, sizeof(*tmp) * ((size_t)X + 1));
+		if (ways[X] > max_leaves) {
+			break; /* ways[X] never decreases with more experts */
+		}
+	}
+	if (ways[X] > max_leaves) {
+		res = PL_ENUM_TOO_MANY;
+	}
+out:
+	free(ways);
+	free(tmp);
+	return res;
+}
+
 enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint64_t max_leaves,
 				 double deadline, struct pl_work *work, struct pl_rset *out)
 {
@@ -338,8 +384,6 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 	uint32_t *range = malloc(sizeof(*range) * E);  /* extra replicas allowed per free level */
 	uint32_t *cur = malloc(sizeof(*cur) * E);      /* extra chosen per level */
 	uint64_t *suffix = malloc(sizeof(*suffix) * (E + 1));
-	uint64_t *ways = NULL;
-	uint64_t *tmp = NULL;
 	uint32_t *sorted = malloc(sizeof(*sorted) * E);
 	if (!r || !fre || !range || !cur || !suffix || !sorted) {
 		res = PL_ENUM_NOMEM;
@@ -382,38 +426,8 @@ enum pl_enum_result pl_enumerate(const struct pl_prob *prob, double cutoff, uint
 	if (suffix[0] < X) {
 		goto out; /* caps leave no vector summing to N */
 	}
-	/* Count the vectors (saturating at max_leaves + 1) before walking
-	 * them: ways[x] = number of ways to hand out x extra replicas. */
-	ways = calloc((size_t)X + 1, sizeof(*ways));
-	tmp = malloc(sizeof(*tmp) * ((size_t)X + 1));
-	if (!ways || !tmp) {
-		res = PL_ENUM_NOMEM;
-		goto out;
-	}
-	ways[0] = 1;
-	uint64_t lim = max_leaves + 1;
-	for (uint32_t i = 0; i < F; i++) {
-		if ((i & 63) == 63 && pl_timed_out(work, deadline)) {
-			res = PL_ENUM_TIMEOUT;
-			goto out;
-		}
-		/* new[x] = sum of old[x - range .. x]: a window over clamped
-		 * values stays >= lim whenever the true sum is. */
-		uint64_t run = 0;
-		for (uint32_t x = 0; x <= X; x++) {
-			run += ways[x];
-			if (x >= range[i] + 1) {
-				run -= ways[x - range[i] - 1];
-			}
-			tmp[x] = run > lim ? lim : run;
-		}
-		memcpy(ways, tmp, sizeof(*tmp) * ((size_t)X + 1));
-		if (ways[X] > max_leaves) {
-			break; /* ways[X] never decreases with more experts */
-		}
-	}
-	if (ways[X] > max_leaves) {
-		res = PL_ENUM_TOO_MANY;
+	res = count_vectors(range, F, X, max_leaves, deadline, work);
+	if (res != PL_ENUM_DONE) {
 		goto out;
 	}
 	/* Depth-first walk: level i gives cur[i] extra replicas to fre[i]; the
@@ -482,8 +496,6 @@ out:
 	free(range);
 	free(cur);
 	free(suffix);
-	free(ways);
-	free(tmp);
 	free(sorted);
 	return res;
 }
