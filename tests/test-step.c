@@ -584,6 +584,73 @@ static void step__cli_keys_and_exit_codes(void **state)
 	cli_result_free(&r);
 }
 
+/* Sum of the text table's share column (the rows after the "term" header). */
+static double share_sum(const char *out, int *rows)
+{
+	const char *at = strstr(out, "  term ");
+	double sum = 0.0;
+	*rows = 0;
+	for (const char *line = at ? strchr(at, '\n') : NULL; line && line[1] == ' ' && line[2] == ' ';
+	     line = strchr(line + 1, '\n')) {
+		const char *ms = strstr(line, " ms ");
+		if (!ms || ms > strchr(line + 1, '\n')) {
+			break;
+		}
+		char *end = NULL;
+		double share = strtod(ms + 4, &end);
+		if (*end != '%') {
+			break;
+		}
+		sum += share;
+		(*rows)++;
+	}
+	return sum;
+}
+
+/* New-user report: with an overlap the shares added up to ~180% (each term
+ * over the overlapped step), and the header said "attention dp0". Shares
+ * are now of the sum of terms (they add to 100% within rounding of ten
+ * 0.1% figures), hidden terms carry '*', and the header names the layout:
+ * 144 GPUs of DP attention are "dp x144", tp:8 over 144 is "tp:8 x18". */
+static void step__text_shares_and_attention_layout(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/deepseek-v3.yaml");
+	const char *h800y = src_path("hardware/hgx-h800.yaml");
+	struct cli_result r = cli_run("step", "-m", model, "-H", h800y, "--phase", "prefill", "--ep", "32",
+				      "-c", "4096", "--overlap", "two_batch", NULL);
+	assert_int_equal(r.status, 0);
+	int rows = 0;
+	assert_near(share_sum(r.out, &rows), 100.0, 0.6);
+	assert_int_equal(rows, 10);
+	assert_non_null(strstr(r.out, "attention dp x32\n"));
+	assert_non_null(strstr(r.out, "'*' marks hidden terms"));
+	/* Exactly one side is hidden: compute's six terms or exchange's three. */
+	double compute = strtod(strstr(r.out, "  compute ") + 10, NULL);
+	double exchange = strtod(strstr(r.out, ", exchange ") + 11, NULL);
+	const char *dense = strstr(r.out, "  dense ");
+	const char *combine = strstr(r.out, "  combine ");
+	assert_true(dense && combine);
+	bool dense_hidden = strstr(dense, " *\n") == strchr(dense, '\n') - 2;
+	bool combine_hidden = strstr(combine, " *\n") == strchr(combine, '\n') - 2;
+	assert_true(dense_hidden == (compute < exchange));
+	assert_true(combine_hidden == (exchange <= compute));
+	cli_result_free(&r);
+
+	r = cli_run("step", "-m", model, "-H", h800y, "--ep", "144", "-r", "64", "-c", "4989", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "attention dp x144\n"));
+	assert_null(strstr(r.out, "dp0"));
+	assert_near(share_sum(r.out, &rows), 100.0, 0.6);
+	assert_null(strstr(r.out, " *\n"));
+	cli_result_free(&r);
+	r = cli_run("step", "-m", model, "-H", h800y, "--ep", "144", "-r", "64", "-c", "4989",
+		    "--attention", "tp:8", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "attention tp:8 x18\n"));
+	cli_result_free(&r);
+}
+
 /* Seed 004 / DeepSeek's overview: V3 on 32 prefill + 144 decode H800.
  * The plan must accept DeepSeek's deployment: prefill EP32 (fixed by the
  * scenario) fits, and decode EP144 across 18 nodes is evaluated with its
@@ -626,6 +693,7 @@ int main(void)
 		cmocka_unit_test(step__rejects_bad_input),
 		cmocka_unit_test(step__cli_keys_and_exit_codes),
 		cmocka_unit_test(step__plan_accepts_deepseek_h800),
+		cmocka_unit_test(step__text_shares_and_attention_layout),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

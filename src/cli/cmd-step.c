@@ -246,24 +246,70 @@ static int evaluate(const struct mp_model *m, const struct mp_hardware *hw, stru
 	return 0;
 }
 
-static void print_point(FILE *f, const struct step_point *p)
+static bool is_exchange_term(int id)
 {
-	const struct mp_step *s = &p->s;
-	bool decode = p->in.phase == MP_STEP_DECODE;
-	fprintf(f, "%s EP%u over %u scale-up domain(s), %s kernels, overlap %s, attention %s%u\n",
-		decode ? "decode" : "prefill", p->in.width.ep, s->nodes, mp_step_kernel_name(s->kernel),
-		mp_step_overlap_name(s->overlap), p->in.tp > 1 ? "tp:" : "dp", p->in.tp > 1 ? p->in.tp : 0);
+	return id == MP_TERM_DISPATCH || id == MP_TERM_COMBINE || id == MP_TERM_TP_ALLREDUCE;
+}
+
+/* Under an overlap the shorter side (compute or exchange) runs under the
+ * longer one: its terms are off the critical path. */
+static bool term_hidden(const struct mp_step *s, int id)
+{
+	if (s->overlap == MP_OVERLAP_NONE || id == MP_TERM_OVERHEAD) {
+		return false;
+	}
+	return is_exchange_term(id) ? s->exchange_s <= s->compute_s : s->compute_s < s->exchange_s;
+}
+
+/* "dp x144" (data-parallel attention, one replica per GPU) or
+ * "tp:8 x18" (tensor-parallel groups of 8, 18 of them). */
+static void attention_layout(const struct step_point *p, char *buf, size_t size)
+{
+	uint32_t tp = p->in.tp > 1 ? p->in.tp : 1;
+	if (tp > 1) {
+		snprintf(buf, size, "tp:%u x%u", tp, p->in.width.ep / tp);
+	} else {
+		snprintf(buf, size, "dp x%u", p->in.width.ep);
+	}
+}
+
+static void print_terms(FILE *f, const struct mp_step *s)
+{
+	double sum = 0.0;
+	for (int i = 0; i < MP_TERM_COUNT; i++) {
+		sum += s->terms[i].time_s;
+	}
+	bool overlapped = s->overlap != MP_OVERLAP_NONE;
+	if (overlapped) {
+		fprintf(f, "  (share: of the sum of terms, %.3f ms; overlap %s runs the shorter side "
+			   "under the longer, so the step is %.3f ms; '*' marks hidden terms)\n",
+			sum * 1e3, mp_step_overlap_name(s->overlap), s->step_time_s * 1e3);
+	} else {
+		fprintf(f, "  (share: of the step, the sum of terms)\n");
+	}
 	fprintf(f, "  %-13s %10s %7s %12s %12s  %s\n", "term", "time", "share", "bytes", "FLOP", "bound");
 	for (int i = 0; i < MP_TERM_COUNT; i++) {
 		const struct mp_step_term *t = &s->terms[i];
 		char b[32], fl[32];
 		cli_si(t->bytes, "B", b, sizeof(b));
 		cli_si(t->flops, "FLOP", fl, sizeof(fl));
-		fprintf(f, "  %-13s %8.3f ms %6.1f%% %12s %12s  %s\n",
+		fprintf(f, "  %-13s %8.3f ms %6.1f%% %12s %12s  %s%s\n",
 			mp_step_term_name((enum mp_step_term_id)i), t->time_s * 1e3,
-			s->step_time_s > 0.0 ? 100.0 * t->time_s / s->step_time_s : 0.0, b, fl,
-			mp_step_bound_name(t->bound));
+			sum > 0.0 ? 100.0 * t->time_s / sum : 0.0, b, fl, mp_step_bound_name(t->bound),
+			term_hidden(s, i) ? " *" : "");
 	}
+}
+
+static void print_point(FILE *f, const struct step_point *p)
+{
+	const struct mp_step *s = &p->s;
+	bool decode = p->in.phase == MP_STEP_DECODE;
+	char att[48];
+	attention_layout(p, att, sizeof(att));
+	fprintf(f, "%s EP%u over %u scale-up domain(s), %s kernels, overlap %s, attention %s\n",
+		decode ? "decode" : "prefill", p->in.width.ep, s->nodes, mp_step_kernel_name(s->kernel),
+		mp_step_overlap_name(s->overlap), att);
+	print_terms(f, s);
 	fprintf(f, "  compute %.3f ms, exchange %.3f ms (%.3f ms exposed)\n", s->compute_s * 1e3,
 		s->exchange_s * 1e3, s->exposed_exchange_s * 1e3);
 	fprintf(f, "step time: %.3f ms for %.4g tokens per GPU (%.4g accepted)\n", s->step_time_s * 1e3,
