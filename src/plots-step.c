@@ -14,6 +14,13 @@
 
 #define BLACK 6 /* mp_svg_color index of black */
 
+/* Each term its own colour (mp_svg_color 0..10), black left to the step
+ * tick: a term past black takes the next index. */
+static size_t term_color(int t)
+{
+	return t < BLACK ? (size_t)t : (size_t)t + 1;
+}
+
 static int write_svg(void *user, FILE *file)
 {
 	return mp_svg_write(user, file);
@@ -48,7 +55,7 @@ static int draw_bar(struct mp_svg *svg, const struct mp_plot_step_bar *bar, size
 		snprintf(id, sizeof(id), "bar-%zu-%s", index, mp_step_term_name((enum mp_step_term_id)t));
 		snprintf(label, sizeof(label), "%s %s: %.4g ms", bar->label,
 			 mp_step_term_name((enum mp_step_term_id)t), bar->step->terms[t].time_s * 1e3);
-		rc = mp_svg_rect(svg, x, y, w, h, (size_t)t, id, label);
+		rc = mp_svg_rect(svg, x, y, w, h, term_color(t), id, label);
 		x += w;
 	}
 	snprintf(id, sizeof(id), "step-%zu", index);
@@ -113,7 +120,7 @@ int mp_plot_step_bars_save(const struct mp_plot_step_bars *plot, const char *pat
 		char id[48];
 		const char *name = mp_step_term_name((enum mp_step_term_id)t);
 		snprintf(id, sizeof(id), "legend-%s", name);
-		rc = mp_svg_rect(svg, lx, ly, 12, 12, (size_t)t, id, name);
+		rc = mp_svg_rect(svg, lx, ly, 12, 12, term_color(t), id, name);
 		if (rc == 0) {
 			rc = mp_svg_text(svg, lx + 16, ly + 10, MP_SVG_START, 11, false, NULL, NULL, name);
 		}

@@ -392,10 +392,12 @@ int mp_svg_write(const struct mp_svg *svg, FILE *out)
 
 const char *mp_svg_color(size_t i)
 {
-	/* Okabe-Ito without yellow (#F0E442), which does not show on white. */
+	/* Okabe-Ito without yellow (#F0E442), which does not show on white;
+	 * then, for plots with more series (the step's ten terms), Paul Tol's
+	 * "muted" wine and olive, a brown and a grey. */
 	static const char *const palette[] = {
-		"#0072B2", "#D55E00", "#009E73", "#CC79A7",
-		"#E69F00", "#56B4E9", "#000000",
+		"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+		"#000000", "#882255", "#999933", "#8C564B", "#888888",
 	};
 	return palette[i % (sizeof(palette) / sizeof(palette[0]))];
 }

@@ -206,6 +206,30 @@ static void report__writes_the_report_and_its_pictures(void **state)
 		assert_non_null(strstr(bars, id));
 	}
 	assert_null(strstr(bars, "id=\"step-5\""));
+	/* New-user report: the legend reused colours (attention and combine
+	 * both #0072B2, dense and tp_allreduce, shared and overhead). Every
+	 * term has its own fill, none the black of the step tick. */
+	static const char *const terms[] = {
+		"attention", "dense", "shared", "lm_head", "routed",
+		"drafter", "dispatch", "combine", "tp_allreduce", "overhead",
+	};
+	char fills[10][8];
+	for (size_t i = 0; i < 10; i++) {
+		char id[48];
+		snprintf(id, sizeof(id), "id=\"legend-%s\"", terms[i]);
+		const char *rect = strstr(bars, id);
+		assert_non_null(rect);
+		const char *fill = strstr(rect, "fill=\"");
+		assert_non_null(fill);
+		assert_true(fill < strchr(rect, '>'));
+		snprintf(fills[i], sizeof(fills[i]), "%.7s", fill + 6);
+		assert_string_not_equal(fills[i], "#000000");
+		for (size_t j = 0; j < i; j++) {
+			if (strcmp(fills[i], fills[j]) == 0) {
+				fail_msg("%s and %s share the colour %s", terms[j], terms[i], fills[i]);
+			}
+		}
+	}
 	free(bars);
 	/* --svg draws the same decode heatmap the report embeds. */
 	char *a = read_out("load.svg");

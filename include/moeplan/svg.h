@@ -49,10 +49,12 @@ int mp_svg_status(const struct mp_svg *svg);
  * MP_EIO when writing failed. The document stays usable. */
 int mp_svg_write(const struct mp_svg *svg, FILE *out);
 
-/** The colour of series number i (i >= 0, wraps around): the Okabe-Ito
- * colour-blind-safe palette (Okabe and Ito 2008, "Color Universal
- * Design"), yellow left out because it does not show on white. Static
- * string "#rrggbb". */
+/** The colour of series number i (i >= 0, wraps around after 11): 0..6
+ * the Okabe-Ito colour-blind-safe palette (Okabe and Ito 2008, "Color
+ * Universal Design"), yellow left out because it does not show on white,
+ * 6 being black; 7..10 Paul Tol's "muted" wine (#882255) and olive
+ * (#999933), brown (#8C564B) and grey (#888888) for plots with more
+ * series. Static string "#rrggbb". */
 const char *mp_svg_color(size_t i);
 
 /** The viridis colour map (van der Walt and Smith, matplotlib 2015) at
