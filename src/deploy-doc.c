@@ -133,6 +133,7 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 	mp_doc_put_real(w, "cached_fraction", opts->cached_fraction);
 	mp_doc_put_real(w, "tpot_s", opts->tpot_s);
 	mp_doc_put_real(w, "ttft_s", opts->ttft_s);
+	mp_doc_put_real(w, "acceptance", opts->acceptance);
 	mp_doc_put(doc, "workload", w);
 	struct mp_doc *pre = phase_doc(&dep->prefill), *dec = phase_doc(&dep->decode);
 	if (dep->has_final && dep->placed) {

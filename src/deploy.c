@@ -36,15 +36,24 @@ void mp_deploy_options_init(struct mp_deploy_options *opts, const struct mp_scen
 	if (sc->prefill.context_tokens > 0) {
 		opts->isl = sc->prefill.context_tokens;
 	}
+	/* Each phase's own settings are the defaults (as `plan` reads them);
+	 * the search: block overrides them, the command line overrides both. */
+	const struct mp_phase_spec *pre = &sc->prefill, *dec = &sc->decode;
+	opts->isl = pre->isl > 0 ? pre->isl : dec->isl > 0 ? dec->isl : opts->isl;
+	opts->osl = dec->osl > 0 ? dec->osl : opts->osl;
+	opts->tpot_s = dec->slo_tpot_s;
+	opts->ttft_s = pre->slo_ttft_s;
+	bool drafter = dec->tokens_per_request > 1;
+	opts->acceptance = dec->acceptance >= 0 ? dec->acceptance : (drafter ? 0.75 : 0.0);
 	const struct mp_search_spec *s = &sc->search;
 	opts->gpus = s->gpus;
 	opts->request_rate = s->request_rate;
 	opts->isl = s->isl > 0 ? s->isl : opts->isl;
 	opts->osl = s->osl > 0 ? s->osl : opts->osl;
 	opts->cached_fraction = s->cached_fraction;
-	opts->tpot_s = s->tpot_s;
-	opts->ttft_s = s->ttft_s;
-	opts->acceptance = s->acceptance >= 0 ? s->acceptance : 0;
+	opts->tpot_s = s->tpot_s > 0 ? s->tpot_s : opts->tpot_s;
+	opts->ttft_s = s->ttft_s > 0 ? s->ttft_s : opts->ttft_s;
+	opts->acceptance = s->acceptance >= 0 ? s->acceptance : opts->acceptance;
 	opts->all_batches = s->all_batches;
 	opts->grid_ratio = s->grid_ratio > 1 ? s->grid_ratio : opts->grid_ratio;
 	opts->chunk_unit_tokens = s->chunk_unit_tokens > 0 ? s->chunk_unit_tokens

@@ -381,6 +381,10 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 				ld_error_at(&ld, line, (int)(stop - line_start) + 1, "layer %u has no loads", id);
 				continue;
 			}
+			if (ids.n > 0 && id <= ids.v[ids.n - 1]) {
+				ld_error_at(&ld, line, (int)(s - line_start) + 1, "layer %u after layer %u: rows "
+					    "must be in increasing layer order, each layer once", id, ids.v[ids.n - 1]);
+			}
 			if (!uvec_push(&ids, id)) {
 				ld_fail(&ld, MP_ENOMEM);
 				break;
@@ -394,8 +398,9 @@ static int parse_csv(const char *path, const struct ld_text *text, struct mp_loa
 		if (!first_line && !header && csv_header_row(s, stop)) {
 			/* One error for the whole row, not one per cell. */
 			ld_error_at(&ld, line, (int)(s - line_start) + 1,
-				    "this looks like a header row ('%.*s...'); loads files have no header: "
-				    "put '#' before it to keep it as a comment", (int)(stop - s < 24 ? stop - s : 24), s);
+				    "this looks like a header row ('%.*s...'); the only header allowed "
+				    "is 'layer,...' (then each row starts with its layer id); put '#' before "
+				    "this one to keep it as a comment", (int)(stop - s < 24 ? stop - s : 24), s);
 			header = true;
 			continue;
 		}
@@ -1402,7 +1407,7 @@ static int load_map_torch(const char *path, uint32_t gpus, uint32_t want_experts
 	unsigned problems = 0;
 	if (gpus == 0) {
 		rc = torch_problem(path, diags, &problems, "%s: the file does not say how many GPUs the %u "
-				   "slots are on; give the GPU count", what, slots);
+				   "slots are on; give the GPU count (--gpus N)", what, slots);
 	} else if (slots % gpus != 0 || slots / gpus > MP_MAX_SLOTS_PER_GPU) {
 		rc = torch_problem(path, diags, &problems, "%s: %u slots do not divide evenly over %u GPUs "
 				   "(at most %u per GPU)", what, slots, gpus, MP_MAX_SLOTS_PER_GPU);
@@ -1508,7 +1513,7 @@ static int load_map(const char *path, const char *phase, uint32_t gpus, uint32_t
 	}
 	if (gpus == 0) {
 		ld_error(&ld, m.at, "%s: the file does not say how many GPUs the %u slots are on; "
-			 "give the GPU count", m.what, slots);
+			 "give the GPU count (--gpus N)", m.what, slots);
 		goto done;
 	}
 	if (gpus > MP_MAX_GPUS) {

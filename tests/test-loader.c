@@ -775,7 +775,7 @@ static void loader__maps(void **state)
 	assert_int_equal(mp_load_map("tests/data/maps/eplb-bare.yaml", NULL, 0, &p, &d), MP_EINVAL);
 	char *got = first_diag(&d);
 	assert_string_equal(got, "tests/data/maps/eplb-bare.yaml:2:1: error: physical_to_logical: "
-			    "the file does not say how many GPUs the 16 slots are on; give the GPU count");
+			    "the file does not say how many GPUs the 16 slots are on; give the GPU count (--gpus N)");
 	free(got);
 	mp_diags_finish(&d);
 }
@@ -799,7 +799,7 @@ static void loader__default_scenario(void **state)
 	assert_close(s.traffic.zipf_s, 0.6, 0.0);
 	assert_true(s.traffic.seed == 1);
 	assert_true(s.traffic.permute);
-	assert_close(s.time_limit_s, 10.0, 0.0);
+	assert_close(s.time_limit_s, 3600.0, 0.0); /* plans/default.yaml: time_limit: 3600 s */
 	/* prefill: 8-GPU B200, EP 2..8, 196 slots per GPU, 16,384 tokens */
 	assert_string_equal(s.prefill.hardware_path, "plans/../hardware/hgx-b200.yaml");
 	assert_close(s.prefill.hardware.peak_flops[MP_COMPUTE_FP8], 4.5e15, 0.0);

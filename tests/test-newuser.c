@@ -325,7 +325,7 @@ static void newuser__csv_header_is_one_error(void **state)
 	assert_int_equal(r.status, 1);
 	assert_int_equal(count_lines(r.err), 1);
 	assert_non_null(strstr(r.err, ":1:1: error: this looks like a header row"));
-	assert_non_null(strstr(r.err, "put '#' before it"));
+	assert_non_null(strstr(r.err, "put '#' before this one"));
 	cli_result_free(&r);
 	unlink(path);
 }
@@ -509,7 +509,7 @@ static void newuser__wall_clock_limit_is_reported(void **state)
 	struct cli_result r = cli_run("place", trace, "--gpus", "16", "--slots", "144", "-q", "-o", plan,
 				      NULL);
 	assert_int_equal(r.status, 0);
-	assert_null(strstr(r.err, "wall-clock limit"));
+	assert_null(strstr(r.err, "wall-clock safety limit"));
 	cli_result_free(&r);
 	const char *later = src_path("plans/traces/switch128_bookcorpus.winB.csv");
 	struct cli_result a = cli_run("replan", "--plan", plan, "--loads", later, "--pareto", "-q", NULL);
@@ -517,20 +517,20 @@ static void newuser__wall_clock_limit_is_reported(void **state)
 	assert_int_equal(a.status, 0);
 	assert_string_equal(a.out, b.out);
 	assert_null(strstr(a.out, "wall_clock_limit"));
-	assert_null(strstr(a.err, "wall-clock limit"));
+	assert_null(strstr(a.err, "wall-clock safety limit"));
 	cli_result_free(&a);
 	cli_result_free(&b);
 	r = cli_run("replan", "--plan", plan, "--loads", later, "--pareto", "-q", "--time-limit", "0.001",
 		    NULL);
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err, "moeplan replan: warning: the wall-clock limit (0.001 s per layer) fired on"));
+	assert_non_null(strstr(r.err, "moeplan replan: warning: the wall-clock safety limit (0.001 s for each placement run: all layers of one phase together) stopped the search on"));
 	assert_non_null(strstr(r.out, "wall_clock_limit:"));
 	assert_non_null(strstr(r.out, "depends on the machine's speed and load"));
 	cli_result_free(&r);
 	r = cli_run("place", trace, "--gpus", "16", "--slots", "144", "-q", "--time-limit", "0.001", NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "status: time_limit"));
-	assert_non_null(strstr(r.err, "moeplan place: warning: the wall-clock limit"));
+	assert_non_null(strstr(r.err, "moeplan place: warning: the wall-clock safety limit"));
 	cli_result_free(&r);
 	unlink(plan);
 }

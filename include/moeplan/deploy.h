@@ -43,18 +43,21 @@
 extern "C" {
 #endif
 
-/** Knobs; mp_deploy_options_init fills the defaults and the scenario's
- * `search:` block over them. */
+/** Knobs; mp_deploy_options_init fills the defaults, then each phase's
+ * own fields (prefill isl and slo.ttft; decode osl, slo.tpot, acceptance),
+ * then the scenario's `search:` block over them. */
 struct mp_deploy_options {
 	uint32_t gpus;              /**< GPU budget of both pools (0 = size for request_rate) */
 	double request_rate;        /**< requests/s (0 = size for gpus) */
-	double isl;                 /**< mean prompt tokens (default: the prefill phase's
-				         context_tokens, else 4,096) */
-	double osl;                 /**< mean output tokens (default 1,024) */
+	double isl;                 /**< mean prompt tokens (default: the prefill phase's isl,
+				         the decode phase's isl, the prefill context_tokens, else 4,096) */
+	double osl;                 /**< mean output tokens (default: decode osl, else 1,024) */
 	double cached_fraction;     /**< [0, 1), default 0 */
-	double tpot_s;              /**< decode target, 0 = none */
-	double ttft_s;              /**< prefill target, 0 = none */
-	double acceptance;          /**< decode: fraction of drafted tokens accepted (step.h), default 0 */
+	double tpot_s;              /**< decode target (default decode slo.tpot), 0 = none */
+	double ttft_s;              /**< prefill target (default prefill slo.ttft), 0 = none */
+	double acceptance;          /**< decode: fraction of drafted tokens accepted (step.h);
+				         default the decode phase's acceptance, else 0.75 with a
+				         drafter (tokens_per_request > 1, as plan), else 0 */
 	bool all_batches;           /**< every batch (default: a geometric grid) */
 	double grid_ratio;          /**< geometric grid ratio (default 2^(1/8) = 1.0905) */
 	double chunk_unit_tokens;   /**< prefill chunks are multiples of this (default 1,024) */

@@ -228,6 +228,21 @@ int cli_check_outputs(const char *const *outputs, size_t n_outputs)
 	return EXIT_OK;
 }
 
+const char *cli_s(double n)
+{
+	return n == 1.0 ? "" : "s";
+}
+
+const char *cli_num(double v, char *buf, size_t size)
+{
+	if (isfinite(v) && v == floor(v) && fabs(v) < 1e15) {
+		snprintf(buf, size, "%.0f", v);
+	} else {
+		snprintf(buf, size, "%.4g", v);
+	}
+	return buf;
+}
+
 uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const *maps, size_t n,
 			       double limit_s, struct mp_doc *doc)
 {
@@ -249,9 +264,10 @@ uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const
 	static const char note[] = "the wall-clock safety limit stopped the search: this output depends "
 				   "on the machine's speed and load; a larger --time-limit gives "
 				   "byte-identical output";
-	fprintf(stderr, "moeplan %s: warning: the wall-clock limit (%g s per layer) fired on %u of %u "
-		"layer%s: this output depends on the machine's speed and load; a larger --time-limit "
-		"gives byte-identical output\n", cmd, limit_s, layers, total, total == 1 ? "" : "s");
+	fprintf(stderr, "moeplan %s: warning: the wall-clock safety limit (%g s for each placement run: "
+		"all layers of one phase together) stopped the search on %u of %u layer%s: this output "
+		"depends on the machine's speed and load; a larger --time-limit gives byte-identical "
+		"output\n", cmd, limit_s, layers, total, cli_s(total));
 	if (doc) {
 		struct mp_doc *w = mp_doc_map();
 		mp_doc_put_int(w, "layers", layers);

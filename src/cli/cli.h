@@ -59,6 +59,13 @@ bool cli_repeated(const char *cmd, int c, const struct option *options, unsigned
 
 /** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
  * to stderr and returns EXIT_USAGE. */
+/* Plural suffix for a count: "" when n is 1, else "s" ("1 layer", "2 layers"). */
+const char *cli_s(double n);
+
+/* A count as text: an integer value as an integer (100000, never 1e+05),
+ * else %.4g. Returns buf. */
+const char *cli_num(double v, char *buf, size_t size);
+
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** Print every diagnostic to stderr as path:line:col: error: message. */

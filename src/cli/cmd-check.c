@@ -436,7 +436,7 @@ int cmd_check(int argc, char **argv)
 			 cli_base(a.plan), cli_base(a.loads));
 		uint32_t slots = map.gpus * map.slots_per_gpu;
 		snprintf(after_label, sizeof(after_label), "this map: %u slot%s per GPU (%u redundant)",
-			 map.slots_per_gpu, map.slots_per_gpu == 1 ? "" : "s",
+			 map.slots_per_gpu, cli_s(map.slots_per_gpu),
 			 slots > map.n_experts ? slots - map.n_experts : 0);
 		snprintf(unit, sizeof(unit), "load per GPU, in the unit of %s", cli_base(a.loads));
 		struct cli_heatmap_spec spec = {

@@ -134,7 +134,7 @@ static int print_comm(void *user, FILE *f)
 	char fl[32], rf[32], sf[32], pk[32];
 	fprintf(f, "%s on %s: EP%u = %u node%s of %u GPU%s, %.6g tokens per GPU, one MoE layer\n",
 		m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)", c->ep,
-		c->nodes, c->nodes == 1 ? "" : "s", c->gpus_per_node, c->gpus_per_node == 1 ? "" : "s",
+		c->nodes, cli_s(c->nodes), c->gpus_per_node, cli_s(c->gpus_per_node),
 		c->tokens_per_gpu);
 	fprintf(f, "per token  %u visits x %.6g B = %.6g B (%s in, %s out); %.3f destination nodes",
 		m->top_k, c->bytes_per_token / (double)m->top_k, c->bytes_per_token,

@@ -188,20 +188,22 @@ static int print_fit(void *user, FILE *f)
 	char note[160], w[32], cap[32], fr[32];
 	struct mp_expert_cost e;
 	mp_roofline_expert(m, &e);
-	fprintf(f, "%s on %s, %s at EP%u: %u slots (%u per GPU), %.4g request%s x %.0f tokens of context\n",
+	char nreq[32];
+	fprintf(f, "%s on %s, %s at EP%u: %u slots (%u per GPU), %s request%s x %.0f tokens of context\n",
 		m->name ? m->name : "(unnamed model)", hw->name ? hw->name : "(unnamed hardware)",
 		in->prefill ? "prefill" : "decode", in->width.ep, in->width.slots,
-		in->width.slots / in->width.ep, in->requests, in->requests == 1.0 ? "" : "s",
-		in->context_tokens);
+		in->width.slots / in->width.ep, cli_num(in->requests, nreq, sizeof(nreq)),
+		cli_s(in->requests), in->context_tokens);
 	cli_si(e.weight_bytes, "B", w, sizeof(w));
-	snprintf(note, sizeof(note), "%u slots x %u layers x %s", in->width.slots / in->width.ep,
-		 m->moe_layers, w);
+	snprintf(note, sizeof(note), "%u slot%s x %u layer%s x %s", in->width.slots / in->width.ep,
+		 cli_s(in->width.slots / in->width.ep), m->moe_layers, cli_s(m->moe_layers), w);
 	line(f, "routed experts", c->routed_bytes, note);
 	line(f, "shared experts", c->shared_bytes, "");
 	line(f, "dense/attention", c->dense_bytes, "");
 	line(f, "drafter", c->drafter_bytes, "");
-	snprintf(note, sizeof(note), "%.6g B/token x %.0f tokens x %.4g request%s", c->kv_bytes_per_token,
-		 in->context_tokens, in->requests, in->requests == 1.0 ? "" : "s");
+	snprintf(note, sizeof(note), "%.6g B/token x %.0f token%s x %s request%s", c->kv_bytes_per_token,
+		 in->context_tokens, cli_s(in->context_tokens), cli_num(in->requests, nreq, sizeof(nreq)),
+		 cli_s(in->requests));
 	line(f, "KV cache", c->kv_bytes, note);
 	snprintf(note, sizeof(note), "DeepEP %s, %.0f tokens per rank", buffers_name(c->buffers),
 		 c->tokens_per_gpu);

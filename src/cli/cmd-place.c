@@ -365,8 +365,8 @@ int cmd_place(int argc, char **argv)
 			snprintf(limit_note, sizeof(limit_note),
 				 ", %u stopped by --time-limit (status time_limit)", stopped);
 		}
-		fprintf(stderr, "moeplan place: %u layers, %u proven optimal%s, worst gap %.3g%%; wrote %s\n",
-			pl.n_layers, optimal, limit_note, worst * 100, a.output);
+		fprintf(stderr, "moeplan place: %u layer%s, %u proven optimal%s, worst gap %.3g%%; wrote %s\n",
+			pl.n_layers, cli_s(pl.n_layers), optimal, limit_note, worst * 100, a.output);
 		if (pl.gpus_per_node != 0 && pl.gpus / pl.gpus_per_node > 1) {
 			double node_worst = 1;
 			double price = 1;

@@ -364,8 +364,8 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	char b2[32];
 	uint32_t N = cur->gpus * cur->slots_per_gpu;
 	fprintf(f, "re-plan of %s (%u layer%s, %u GPU%s x %u slot%s, %u experts) for %s\n", a->plan,
-		cur->n_layers, cur->n_layers == 1 ? "" : "s", cur->gpus, cur->gpus == 1 ? "" : "s",
-		cur->slots_per_gpu, cur->slots_per_gpu == 1 ? "" : "s", cur->n_experts, a->loads);
+		cur->n_layers, cli_s(cur->n_layers), cur->gpus, cli_s(cur->gpus),
+		cur->slots_per_gpu, cli_s(cur->slots_per_gpu), cur->n_experts, a->loads);
 	if (a->opts.cost_mode) {
 		fprintf(f, "objective: expert time over %g steps at %g s per layer, plus %g s per move\n",
 			a->opts.horizon_steps, a->opts.layer_time_s, a->opts.move_cost_s);

@@ -425,8 +425,8 @@ static void print_text_header(FILE *f, const struct mp_model *m, const struct mp
 			m->drafter.moe_stages, m->drafter.routed_experts, m->drafter.top_k,
 			p->width.drafter_slots, p->width.drafter_slots / p->width.ep);
 	}
-	fprintf(f, "\n          t* is reached at %.1f tokens = %.1f requests per GPU (%.4g tokens per request)\n",
-		b, tpr > 0 ? b / tpr : (double)NAN, tpr);
+	fprintf(f, "\n          t* is reached at %.1f tokens = %.1f requests per GPU (%.4g token%s per request)\n",
+		b, tpr > 0 ? b / tpr : (double)NAN, tpr, cli_s(tpr));
 }
 
 static void print_part(FILE *f, const char *title, const struct mp_roofline_part *p)
@@ -547,12 +547,14 @@ static int print_point(void *user, FILE *f)
 	const struct mp_roofline_compare *cmp = &r->cmp;
 	const struct roofline_args *a = r->a;
 	print_text_header(f, r->m, r->hw, p, r->tpr);
-	fprintf(f, "batch     %.4g requests x %.4g tokens = %.4g tokens per GPU per step\n", a->requests,
-		r->tpr, p->tokens_per_gpu);
+	char nreq[32];
+	fprintf(f, "batch     %s request%s x %.4g token%s = %.4g token%s per GPU per step\n",
+		cli_num(a->requests, nreq, sizeof(nreq)), cli_s(a->requests), r->tpr, cli_s(r->tpr),
+		p->tokens_per_gpu, cli_s(p->tokens_per_gpu));
 	char pt[32];
 	cli_si(r->per_token, "B", pt, sizeof(pt));
-	fprintf(f, "touched   %.1f of %u experts per layer by the group's %.0f tokens; %s of expert weights per token\n\n",
-		r->touched, r->m->routed_experts, r->group_tokens, pt);
+	fprintf(f, "touched   %.1f of %u experts per layer by the group's %.0f token%s; %s of expert weights per token\n\n",
+		r->touched, r->m->routed_experts, r->group_tokens, cli_s(round(r->group_tokens)), pt);
 	print_part(f, "main model", &p->main);
 	if (p->drafter.layers > 0) {
 		print_part(f, "drafter", &p->drafter);

@@ -27,6 +27,7 @@ enum {
 	OPT_THREADS,
 	OPT_EXPORT,
 	OPT_EXPORT_OUTPUT,
+	OPT_ACCEPTANCE,
 };
 
 static const struct option search_options[] = {
@@ -37,6 +38,7 @@ static const struct option search_options[] = {
 	{"cached", required_argument, NULL, OPT_CACHED},
 	{"tpot", required_argument, NULL, OPT_TPOT},
 	{"ttft", required_argument, NULL, OPT_TTFT},
+	{"acceptance", required_argument, NULL, OPT_ACCEPTANCE},
 	{"batches", required_argument, NULL, OPT_BATCHES},
 	{"format", required_argument, NULL, 'f'},
 	{"output", required_argument, NULL, 'o'},
@@ -54,11 +56,13 @@ static const struct option search_options[] = {
 static const struct cli_option_help search_help[] = {
 	{"N", "GPU budget of both pools together (default: the scenario's search.gpus)"},
 	{"R", "size the pools for R requests/s instead of a budget (default: search.request_rate)"},
-	{"L", "mean prompt tokens per request (default: search.isl, else 4096)"},
-	{"L", "mean output tokens per request (default: search.osl, else 1024)"},
+	{"L", "mean prompt tokens per request (default: search.isl, else the prefill phase's isl, else 4096)"},
+	{"L", "mean output tokens per request (default: search.osl, else the decode phase's osl, else 1024)"},
 	{"F", "fraction of prompt tokens served from a prefix cache, [0, 1) (default 0)"},
-	{"T", "decode target: time per output token, e.g. '50 ms' (default: none)"},
-	{"T", "prefill target: time to first token, e.g. '2 s' (default: none)"},
+	{"T", "decode target: time per output token, e.g. '50 ms' (default: search.tpot, else decode slo.tpot)"},
+	{"T", "prefill target: time to first token, e.g. '2 s' (default: search.ttft, else prefill slo.ttft)"},
+	{"A", "decode: fraction of drafted tokens accepted, [0, 1] (default: search.acceptance,\n"
+	      "                                 else the decode phase's acceptance, else 0.75 with a drafter)"},
 	{"GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
 		 "                                 prefill every 1,024-token chunk)"},
 	{"FMT", "text (default), yaml or json"},
@@ -104,6 +108,7 @@ struct run {
 	const struct mp_scenario *sc;
 	const struct mp_deploy_options *opts;
 	const struct mp_deploy *d;
+	bool acceptance_cli;  /* --acceptance given */
 };
 
 static const char *att_text(uint32_t tp, char *buf, size_t size)
@@ -208,6 +213,12 @@ static int print_search(void *user, FILE *out)
 	if (o->ttft_s > 0) {
 		fprintf(out, ", TTFT <= %.4g s", o->ttft_s);
 	}
+	double tpr = sc->decode.tokens_per_request >= 1 ? sc->decode.tokens_per_request : 1;
+	fprintf(out, "; decode %.6g tokens per request per step, acceptance %.4g (%s)", tpr,
+		o->acceptance, r->acceptance_cli ? "--acceptance"
+				: sc->search.acceptance >= 0 ? "search: block"
+				: sc->decode.acceptance >= 0 ? "decode phase"
+				: "default");
 	fputc('\n', out);
 	print_phase(out, &d->prefill, sc->prefill.hardware.name ? sc->prefill.hardware.name : "prefill GPUs");
 	print_final(out, d, &d->prefill_final);
@@ -289,7 +300,7 @@ struct args {
 	enum cli_output format;
 	bool gpus_given, rate_given;
 	struct mp_deploy_options cli;  /* values given on the command line */
-	bool isl, osl, cached, tpot, ttft, batches, no_placement, time_limit, threads;
+	bool isl, osl, cached, tpot, ttft, acceptance, batches, no_placement, time_limit, threads;
 };
 
 static int parse_args(int argc, char **argv, struct args *a)
@@ -332,6 +343,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_TTFT:
 			ok = cli_parse_quantity("search", "ttft", optarg, "seconds", 1e-9, 1e6, &a->cli.ttft_s);
 			a->ttft = true;
+			break;
+		case OPT_ACCEPTANCE:
+			ok = cli_parse_double("search", "acceptance", optarg, 0, 1, &a->cli.acceptance);
+			a->acceptance = true;
 			break;
 		case OPT_BATCHES:
 			if (strcmp(optarg, "all") == 0 || strcmp(optarg, "geometric") == 0) {
@@ -426,6 +441,7 @@ static void merge(const struct args *a, struct mp_deploy_options *o)
 	o->cached_fraction = a->cached ? a->cli.cached_fraction : o->cached_fraction;
 	o->tpot_s = a->tpot ? a->cli.tpot_s : o->tpot_s;
 	o->ttft_s = a->ttft ? a->cli.ttft_s : o->ttft_s;
+	o->acceptance = a->acceptance ? a->cli.acceptance : o->acceptance;
 	o->all_batches = a->batches ? a->cli.all_batches : o->all_batches;
 	o->placement = !a->no_placement;
 	if (a->time_limit) {
@@ -484,7 +500,7 @@ int cmd_search(int argc, char **argv)
 		status = cli_search_report(a.report, &d, &sc, &opts, a.path);
 	}
 	if (status == EXIT_OK) {
-		struct run r = {.sc = &sc, .opts = &opts, .d = &d};
+		struct run r = {.sc = &sc, .opts = &opts, .d = &d, .acceptance_cli = a.acceptance};
 		struct mp_doc *doc = a.format == CLI_OUTPUT_TEXT ? NULL : mp_deploy_to_doc(&d, &sc, &opts);
 		if (d.placed) {
 			cli_report_time_limit("search",

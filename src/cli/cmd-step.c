@@ -306,8 +306,8 @@ static void print_point(FILE *f, const struct step_point *p)
 	bool decode = p->in.phase == MP_STEP_DECODE;
 	char att[48];
 	attention_layout(p, att, sizeof(att));
-	fprintf(f, "%s EP%u over %u scale-up domain(s), %s kernels, overlap %s, attention %s\n",
-		decode ? "decode" : "prefill", p->in.width.ep, s->nodes, mp_step_kernel_name(s->kernel),
+	fprintf(f, "%s EP%u over %u scale-up domain%s, %s kernels, overlap %s, attention %s\n",
+		decode ? "decode" : "prefill", p->in.width.ep, s->nodes, cli_s(s->nodes), mp_step_kernel_name(s->kernel),
 		mp_step_overlap_name(s->overlap), att);
 	print_terms(f, s);
 	fprintf(f, "  compute %.3f ms, exchange %.3f ms (%.3f ms exposed)\n", s->compute_s * 1e3,
