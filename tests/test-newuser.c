@@ -405,6 +405,62 @@ static char *run_on_terminal(const char *const *args, int *status)
 	return out;
 }
 
+/* A time cell "8.06 ms" or "1.29 s" in seconds; *rest after it. */
+static double time_cell(const char *text, const char **rest)
+{
+	char *end = NULL;
+	double v = strtod(text, &end);
+	while (*end == ' ') {
+		end++;
+	}
+	double scale = strncmp(end, "ms", 2) == 0 ? 1e-3 : 1.0;
+	*rest = end + (scale < 1.0 ? 2 : 1);
+	return v * scale;
+}
+
+/* The prefill and decode times of a summary row. */
+static void summary_times(const char *text, const char *label, double out[2])
+{
+	const char *at = strstr(text, label);
+	assert_non_null(at);
+	const char *p = at + strlen(label);
+	out[0] = time_cell(p, &p);
+	p = strstr(p, "  ");
+	assert_non_null(p);
+	p += strspn(p, " ");
+	/* skip "(TTFT ...)" or "(step, touched)" before the decode column */
+	while (*p == '(') {
+		p = strchr(p, ')') + 1;
+		p += strspn(p, " ");
+	}
+	out[1] = time_cell(p, &p);
+}
+
+/* New-user report: gpt-oss-120b on one H100 at 16 requests printed
+ * "routed-expert time/step 18.2 ms" beside "step time 11.6 ms": the
+ * roofline charges all 128 resident experts, the step only the touched
+ * ones. The routed-expert row is the step's routed term now, a part of
+ * the step (step >= compute >= routed under every overlap), and the
+ * roofline figure is labelled "all resident". */
+static void newuser__summary_routed_time_within_step(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/gpt-oss-1xh100.yaml"), "-q",
+				      "--format", "text", NULL);
+	assert_int_equal(r.status, 0);
+	double step[2], routed[2];
+	summary_times(r.out, "step time", step);
+	summary_times(r.out, "routed-expert time/step", routed);
+	for (int i = 0; i < 2; i++) {
+		assert_true(step[i] > 0.0 && routed[i] > 0.0);
+		if (!(routed[i] <= step[i])) {
+			fail_msg("phase %d: routed %g s > step %g s", i, routed[i], step[i]);
+		}
+	}
+	assert_non_null(strstr(r.out, "roofline, all resident"));
+	cli_result_free(&r);
+}
+
 /* Item 8: on a terminal, `moeplan plan` prints a summary of a few dozen
  * lines with the widths, slots, HBM, step figures and placement quality
  * per phase; with --format yaml, or into a pipe, it prints the document as
@@ -584,6 +640,7 @@ int main(void)
 		cmocka_unit_test(newuser__csv_header_is_one_error),
 		cmocka_unit_test(newuser__zero_requests_and_repeats_refused),
 		cmocka_unit_test(newuser__terminal_gets_a_summary),
+		cmocka_unit_test(newuser__summary_routed_time_within_step),
 		cmocka_unit_test(newuser__simulate_takes_what_the_plan_knows),
 		cmocka_unit_test(newuser__simulate_places_redundant_slots),
 		cmocka_unit_test(newuser__wall_clock_limit_is_reported),

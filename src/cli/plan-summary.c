@@ -135,20 +135,31 @@ static void phase_cells(const struct mp_phase_plan *ph[2], const struct mp_phase
 		}
 		row(f, "  per GPU", c.v[0], c.v[1]);
 	}
-	/* The routed experts alone: their roofline time, times the busiest
-	 * GPU's factor. */
+	/* The routed experts alone. With the step: its routed term (the
+	 * touched slots, at the busiest GPU), so it is part of the step time
+	 * above; the roofline figure charges every resident expert and is
+	 * labelled so. */
+	bool any_step = ph[0]->has_step || ph[1]->has_step;
+	if (any_step) {
+		for (int i = 0; i < 2; i++) {
+			char t[32];
+			seconds(ph[i]->step.terms[MP_TERM_ROUTED].time_s, t, sizeof(t));
+			snprintf(c.v[i], sizeof(c.v[i]), ph[i]->has_step ? "%s (step, touched)" : "-", t);
+		}
+		row(f, "routed-expert time/step", c.v[0], c.v[1]);
+	}
 	for (int i = 0; i < 2; i++) {
 		char t[32];
 		seconds(ph[i]->roofline.time_s, t, sizeof(t));
 		snprintf(c.v[i], sizeof(c.v[i]), "%s", t);
 	}
-	row(f, "routed-expert time/step", c.v[0], c.v[1]);
+	row(f, any_step ? "  roofline, all resident" : "routed-expert time/step", c.v[0], c.v[1]);
 	for (int i = 0; i < 2; i++) {
 		char t[32];
 		seconds(ph[i]->step_expert_s, t, sizeof(t));
 		snprintf(c.v[i], sizeof(c.v[i]), "%s (busiest GPU x%.3f)", t, ph[i]->busiest_factor);
 	}
-	row(f, "  at the busiest GPU", c.v[0], c.v[1]);
+	row(f, any_step ? "    at the busiest GPU" : "  at the busiest GPU", c.v[0], c.v[1]);
 }
 
 static void quality_cells(const struct mp_phase_plan *ph[2], FILE *f)
