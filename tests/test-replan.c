@@ -725,6 +725,71 @@ static void replan__cli_output_is_deterministic(void **state)
 	unlink(old);
 }
 
+/* Issue 16 item 4: `replan --pareto` under the DEFAULT options is decided
+ * by counted work, not the clock. DeepSeek-V3's shape made small: Zipf
+ * s = 1 loads (the i-th most popular expert gets 1e6 / i), 64 experts on
+ * 36 GPUs x 2 slots (12.5% redundant slots, as 256 on 144 x 2), 4 layers,
+ * each layer a different permutation; the running map is round-robin.
+ * Run twice with default options: byte-identical, no layer at
+ * time_limit, no wall_clock_limit record and no warning. (The bug: the
+ * per-layer safety net, 10 s, was the whole from-scratch run's limit, and
+ * 58 such layers need ~17 s of CPU: every run was cut at a point set by
+ * the machine's load.) */
+static void replan__cli_pareto_default_limits_deterministic(void **state)
+{
+	(void)state;
+	enum { L = 4, E = 64, SL = 72 };
+	char loads[] = "/tmp/test-replan-zipf-XXXXXX.csv";
+	char map[] = "/tmp/test-replan-rr-XXXXXX.json";
+	int fd = mkstemps(loads, 4);
+	assert_true(fd >= 0);
+	FILE *f = fdopen(fd, "w");
+	assert_non_null(f);
+	for (int l = 0; l < L; l++) {
+		double w[E];
+		for (int i = 0; i < E; i++) {
+			/* 2l + 5 is odd, so i -> (i (2l + 5) + 7l) mod 64 permutes */
+			w[(i * (2 * l + 5) + 7 * l) % E] = 1e6 / (i + 1);
+		}
+		for (int e = 0; e < E; e++) {
+			fprintf(f, "%s%.0f", e ? "," : "", w[e]);
+		}
+		fputc('\n', f);
+	}
+	assert_int_equal(fclose(f), 0);
+	fd = mkstemps(map, 5);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	for (int l = 0; l < L; l++) {
+		fputs(l ? ",[" : "[[", f);
+		for (int p = 0; p < SL; p++) {
+			fprintf(f, "%s%d", p ? "," : "", p % E);
+		}
+		fputc(']', f);
+	}
+	fputs("]\n", f);
+	assert_int_equal(fclose(f), 0);
+	char *text[2];
+	for (int i = 0; i < 2; i++) {
+		struct cli_result r = cli_run("replan", "--plan", map, "--gpus", "36", "--loads", loads,
+					      "--pareto", "-o", "-", NULL);
+		assert_int_equal(r.status, 0);
+		assert_null(strstr(r.err, "wall-clock limit"));
+		assert_null(strstr(r.out, "time_limit"));
+		assert_null(strstr(r.out, "wall_clock_limit"));
+		assert_non_null(strstr(r.out, "pareto:\n"));
+		text[i] = r.out;
+		r.out = NULL;
+		cli_result_free(&r);
+	}
+	assert_string_equal(text[0], text[1]);
+	free(text[0]);
+	free(text[1]);
+	unlink(loads);
+	unlink(map);
+}
+
 /* `replan --loads PLAN` (a plan where loads belong) is one error that
  * says what the file is, not one "unknown field" per key. */
 static void replan__cli_plan_given_as_loads(void **state)
@@ -760,6 +825,7 @@ int main(void)
 		cmocka_unit_test(replan__quarter_budget_recovers_most),
 		cmocka_unit_test(replan__cli_output_is_deterministic),
 		cmocka_unit_test(replan__cli_plan_given_as_loads),
+		cmocka_unit_test(replan__cli_pareto_default_limits_deterministic),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

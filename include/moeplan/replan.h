@@ -91,8 +91,9 @@ struct mp_replan_options {
 	double min_gain;            /**< keep the current plan when the relative gain in the
 					 sum of busiest-GPU loads is below this; [0, 1), default 0 */
 	double time_limit_s;        /**< safety net per layer, seconds, for the from-scratch
-					 solver and for GLPK (work budgets normally end the
-					 searches first); default 10 */
+					 solver (its whole run gets layers x this) and for
+					 GLPK (work budgets normally end the searches
+					 first); default 10 */
 	uint64_t expert_bytes;      /**< bytes copied per move; default MP_REPLAN_DEFAULT_EXPERT_BYTES */
 	double link_bw_bytes_per_s; /**< per GPU and direction; default MP_REPLAN_DEFAULT_LINK_BW */
 	bool mip;                   /**< run the GLPK MIP (see Method, step 4); default true */

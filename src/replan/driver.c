@@ -1921,7 +1921,12 @@ static int run_scratch(struct replan_run *r)
 	/* 1. from scratch */
 	struct mp_place_options po;
 	mp_place_options_init(&po);
-	po.time_limit_s = r->opts->time_limit_s;
+	/* mp_place's limit is for the whole call and ours is per layer: L
+	 * times it, so a safety net and not the end of a counted-work run
+	 * (58 layers of 256 experts on 288 slots take ~17 s of CPU in all,
+	 * ~0.3 s a layer; a 10 s limit for the whole call cut every such
+	 * run short at a point set by the machine's load) */
+	po.time_limit_s = r->opts->time_limit_s * (double)L;
 	po.threads = r->opts->threads;
 	po.verbose = r->opts->verbose;
 	rc = mp_place(r->loads, G, S, &po, &r->raw, r->diags);
