@@ -461,6 +461,37 @@ static void newuser__summary_routed_time_within_step(void **state)
 	cli_result_free(&r);
 }
 
+/* New-user report: `moeplan help step` pointed to "README, 'Step model'"
+ * but the section is "Serving step". Every README section that a help
+ * text names must be a heading of README.md. */
+static void newuser__help_names_readme_sections(void **state)
+{
+	(void)state;
+	char *readme = cli_slurp(src_path("README.md"));
+	assert_non_null(readme);
+	static const char *const cmds[] = {"check", "comm",  "fit",   "place", "plan",   "replan",
+					   "roofline", "search", "simulate", "step"};
+	int refs = 0;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		struct cli_result r = cli_run(cmds[i], "--help", NULL);
+		assert_int_equal(r.status, 0);
+		for (const char *at = strstr(r.out, "README, '"); at; at = strstr(at + 1, "README, '")) {
+			const char *name = at + strlen("README, '");
+			size_t len = strcspn(name, "'");
+			char heading[160];
+			snprintf(heading, sizeof(heading), "## %.*s", (int)len, name);
+			if (!strstr(readme, heading)) {
+				fail_msg("moeplan %s --help names README '%.*s', not a heading", cmds[i],
+					 (int)len, name);
+			}
+			refs++;
+		}
+		cli_result_free(&r);
+	}
+	assert_true(refs >= 1); /* step's reference at least */
+	free(readme);
+}
+
 /* Item 8: on a terminal, `moeplan plan` prints a summary of a few dozen
  * lines with the widths, slots, HBM, step figures and placement quality
  * per phase; with --format yaml, or into a pipe, it prints the document as
@@ -640,6 +671,7 @@ int main(void)
 		cmocka_unit_test(newuser__csv_header_is_one_error),
 		cmocka_unit_test(newuser__zero_requests_and_repeats_refused),
 		cmocka_unit_test(newuser__terminal_gets_a_summary),
+		cmocka_unit_test(newuser__help_names_readme_sections),
 		cmocka_unit_test(newuser__summary_routed_time_within_step),
 		cmocka_unit_test(newuser__simulate_takes_what_the_plan_knows),
 		cmocka_unit_test(newuser__simulate_places_redundant_slots),
