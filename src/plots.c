@@ -358,7 +358,68 @@ static double busiest_factor(const double *row, uint32_t n)
 struct heatmap_layout {
 	double cell_w, cell_h, map_w, map_h, block_w, left, top, font;
 	uint32_t label_every;
+	int title_lines; /* lines of the longer map title, wrapped */
 };
+
+/* Space between two map blocks, px. */
+#define BLOCK_GAP 30.0
+#define MAP_TITLE_FONT 13.0
+#define MAP_TITLE_LINE 16.0
+#define MAX_TITLE_LINES 4
+
+/* Greedy word wrap of text into lines at most width px wide at the map
+ * title's size (a word longer than width gets a line of its own). Writes
+ * the byte offset where each line starts and its length; returns the
+ * number of lines (at most MAX_TITLE_LINES, the last one takes the rest). */
+static int wrap_title(const char *text, double width, size_t start[], size_t len[])
+{
+	size_t n = strlen(text), at = 0;
+	int lines = 0;
+	while (at < n && lines < MAX_TITLE_LINES) {
+		size_t end = n;
+		if (lines < MAX_TITLE_LINES - 1) {
+			/* the longest run of whole words from at that fits */
+			char buf[512];
+			size_t best = 0;
+			for (size_t i = at; i <= n && i - at < sizeof(buf); i++) {
+				if (i == n || text[i] == ' ') {
+					memcpy(buf, text + at, i - at);
+					buf[i - at] = '\0';
+					if (best != 0 && mp_svg_text_width(buf, MAP_TITLE_FONT) > width) {
+						break;
+					}
+					best = i;
+				}
+			}
+			end = best ? best : n;
+		}
+		start[lines] = at;
+		len[lines] = end - at;
+		lines++;
+		at = end;
+		while (at < n && text[at] == ' ') {
+			at++;
+		}
+	}
+	return lines ? lines : 1;
+}
+
+/* A map's title wrapped to width, its last line's baseline at y: the
+ * lines stack upwards from there over the room of `room` lines. */
+static int map_title(struct mp_svg *svg, const char *title, double x, double y, double width,
+		     int room)
+{
+	size_t start[MAX_TITLE_LINES] = {0}, len[MAX_TITLE_LINES] = {0};
+	int lines = wrap_title(title, width, start, len);
+	int rc = 0;
+	for (int i = 0; i < lines && rc == 0; i++) {
+		char buf[512];
+		snprintf(buf, sizeof(buf), "%.*s", (int)len[i], title + start[i]);
+		double ly = y - (room - 1 - i) * MAP_TITLE_LINE;
+		rc = mp_svg_text(svg, x, ly, MP_SVG_START, MAP_TITLE_FONT, true, "map-title", NULL, buf);
+	}
+	return rc;
+}
 
 static int heatmap_block(struct mp_svg *svg, const struct mp_plot_heatmap *plot,
 			 const struct heatmap_layout *lay, const double *values, const char *which,
@@ -367,10 +428,10 @@ static int heatmap_block(struct mp_svg *svg, const struct mp_plot_heatmap *plot,
 	char id[64], text[128];
 	double y0 = lay->top;
 	snprintf(id, sizeof(id), "heatmap-%s", which);
-	mp_svg_text(svg, x0, y0 - 22, MP_SVG_START, 13, true, "map-title", NULL, title);
+	int rc = map_title(svg, title, x0, y0 - 22, lay->block_w - BLOCK_GAP, lay->title_lines);
 	mp_svg_text(svg, x0 + lay->map_w + FACTOR_W - 4, y0 - 3, MP_SVG_END, 10, false,
 		    "factor-header", NULL, "max/mean");
-	int rc = mp_svg_heatmap(svg, &(struct mp_svg_heatmap){
+	rc = rc != 0 ? rc : mp_svg_heatmap(svg, &(struct mp_svg_heatmap){
 		.id = id, .label = title, .x = x0, .y = y0,
 		.cell_width = lay->cell_w, .cell_height = lay->cell_h,
 		.rows = plot->n_layers, .cols = plot->n_gpus, .values = values,
@@ -493,21 +554,30 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	lay.map_h = lay.cell_h * plot->n_layers;
 	lay.font = fmin(11.0, lay.cell_h - 2.0);
 	lay.label_every = (uint32_t)ceil(13.0 / lay.cell_h);
-	double tw = fmax(mp_svg_text_width(before_label, 13),
-			 plot->after ? mp_svg_text_width(after_label, 13) : 0);
-	/* each map, its max/mean column and its colour bar (16 px, ticks and
-	 * the bar's title: about 90 px) */
-	lay.block_w = fmax(lay.map_w + FACTOR_W + CBAR_W, tw + 10) + 30;
-	char digits[16];
+	char digits[16], widest[96];
 	uint32_t max_id = plot->n_layers - 1;
 	for (uint32_t r = 0; plot->layer_ids && r < plot->n_layers; r++) {
 		max_id = plot->layer_ids[r] > max_id ? plot->layer_ids[r] : max_id;
 	}
 	snprintf(digits, sizeof(digits), "%u", max_id);
+	/* Each block is as wide as its content: the map, its max/mean column
+	 * and its colour bar (16 px, ticks and the bar's title: about 90 px),
+	 * or the summary line under it; the titles wrap to that width, so a
+	 * narrow phase (EP1, EP2) leaves no page of white (issue 16 item 10). */
+	snprintf(widest, sizeof(widest), "max/mean: worst 00.00 (layer %s), mean 00.00", digits);
+	lay.block_w = fmax(lay.map_w + FACTOR_W + CBAR_W, mp_svg_text_width(widest, 12)) + BLOCK_GAP;
+	size_t start[MAX_TITLE_LINES], len[MAX_TITLE_LINES];
+	lay.title_lines = wrap_title(before_label, lay.block_w - BLOCK_GAP, start, len);
+	if (plot->after) {
+		int n = wrap_title(after_label, lay.block_w - BLOCK_GAP, start, len);
+		lay.title_lines = n > lay.title_lines ? n : lay.title_lines;
+	}
 	lay.left = 16 + 18 + mp_svg_text_width(digits, lay.font) + 8;
-	lay.top = (plot->title ? TITLE_H : 8.0) + 38;
+	lay.top = (plot->title ? TITLE_H : 8.0) + 38 + (lay.title_lines - 1) * MAP_TITLE_LINE;
 	int n_maps = plot->after ? 2 : 1;
-	double width = lay.left + n_maps * lay.block_w;
+	/* as wide as the blocks, or the picture's title (16 px bold, from x 16) */
+	double width = fmax(lay.left + n_maps * lay.block_w,
+			    plot->title ? 32 + mp_svg_text_width(plot->title, 16) : 0);
 	double height = lay.top + lay.map_h + 64;
 	struct mp_svg *svg = NULL;
 	int rc = mp_svg_create(width, height, plot->title ? plot->title : "Load per GPU per layer", &svg);

@@ -546,6 +546,115 @@ static void svg__roofline_has_roofs_ridges_points_and_crossings(void **state)
 	free(doc);
 }
 
+struct box {
+	double x0, y0, x1, y1;
+};
+
+static bool boxes_meet(struct box a, struct box b)
+{
+	return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+}
+
+/* The box of the label drawn for marker `owner`, estimated here from the
+ * text element alone: 0.6 em a character (DejaVu Sans averages 0.55 em;
+ * 0.6 errs wide), from 0.8 em above the baseline to 0.25 em below. */
+static bool label_box(const char *doc, const char *owner, struct box *b)
+{
+	char key[96], buf[256];
+	snprintf(key, sizeof(key), "<g class=\"label\" data-for=\"%s\">", owner);
+	const char *g = strstr(doc, key);
+	const char *t = g ? strstr(g, "<text") : NULL;
+	if (!t || !attr(t, "x", buf, sizeof(buf))) {
+		return false;
+	}
+	double x = strtod(buf, NULL);
+	if (!attr(t, "y", buf, sizeof(buf))) {
+		return false;
+	}
+	double y = strtod(buf, NULL);
+	if (!attr(t, "font-size", buf, sizeof(buf))) {
+		return false;
+	}
+	double size = strtod(buf, NULL);
+	if (!attr(t, "text-anchor", buf, sizeof(buf)) || !content(t, key, sizeof(key))) {
+		return false;
+	}
+	double w = 0.6 * size * (double)strlen(key);
+	double x0 = strcmp(buf, "middle") == 0 ? x - w / 2 : strcmp(buf, "end") == 0 ? x - w : x;
+	*b = (struct box){x0, y - 0.8 * size, x0 + w, y + 0.25 * size};
+	return true;
+}
+
+/* The box of a ring marker (its circle, stroke included). */
+static bool ring_box(const char *doc, const char *id, struct box *b)
+{
+	const char *el = element(doc, id);
+	const char *c = el ? strstr(el, "<circle") : NULL;
+	char buf[64];
+	if (!c || !attr(c, "cx", buf, sizeof(buf))) {
+		return false;
+	}
+	double cx = strtod(buf, NULL);
+	if (!attr(c, "cy", buf, sizeof(buf))) {
+		return false;
+	}
+	double cy = strtod(buf, NULL);
+	if (!attr(c, "r", buf, sizeof(buf))) {
+		return false;
+	}
+	double r = strtod(buf, NULL) + 1;
+	*b = (struct box){cx - r, cy - r, cx + r, cy + r};
+	return true;
+}
+
+/* Issue 16 item 10: the prefill roofline put the operating point's label
+ * on the fp4 ridge marker. B200 (report of plans/default.yaml): HBM 8 TB/s,
+ * fp4 9, fp8 4.5, bf16 2.25 PFLOP/s, so ridges at 1125, 562.5 and 281.25
+ * FLOP/B; the prefill point (EP2, 16384 tokens/GPU) at 1339.37 FLOP/B on
+ * the fp8 roof. Points near the fp4 ridge on either roof are tried too:
+ * the label's box must meet no ridge marker's box. */
+static void svg__roofline_point_label_clears_the_ridge_markers(void **state)
+{
+	(void)state;
+	struct mp_plot_roof roofs[] = {{"fp4", 9e15}, {"fp8", 4.5e15}, {"bf16", 2.25e15}};
+	/* A decode point far down the slope squeezes the decades, so that the
+	 * fp8 roof runs close under the fp4 ridge. */
+	struct mp_plot_op_point points[] = {{"prefill EP2, 16384 tokens/GPU", 1339.37, 1},
+					    {"decode", 0.5, 2}};
+	struct mp_plot_op_point *point = &points[0];
+	struct mp_plot_roofline plot;
+	mp_plot_roofline_init(&plot);
+	plot.title = "DeepSeek-V4.1-Flash prefill on NVIDIA HGX B200";
+	plot.hbm_bw_bytes_per_s = 8e12;
+	plot.roofs = roofs;
+	plot.n_roofs = 3;
+	const double intensity[] = {1339.37, 1125, 1200, 1000, 900, 1500, 600};
+	for (size_t roof = 0; roof < 2; roof++) {
+		for (size_t i = 0; i < sizeof(intensity) / sizeof(intensity[0]); i++) {
+			point->intensity = intensity[i];
+			point->roof = roof;
+			plot.points = points;
+			plot.n_points = 1 + (i % 2);
+			int rc;
+			char *doc = render_with(write_roofline, &plot, &rc);
+			assert_int_equal(rc, 0);
+			assert_true(svg_well_formed(doc));
+			struct box label = {0}, ring = {0};
+			assert_true(label_box(doc, "point-0", &label));
+			for (size_t r = 0; r < 3; r++) {
+				char id[32];
+				snprintf(id, sizeof(id), "ridge-%zu", r);
+				assert_true(ring_box(doc, id, &ring));
+				if (boxes_meet(label, ring)) {
+					fail_msg("intensity %g on roof %zu: label over %s", intensity[i],
+						 roof, id);
+				}
+			}
+			free(doc);
+		}
+	}
+}
+
 static void svg__roofline_refuses_bad_numbers_without_output(void **state)
 {
 	(void)state;
@@ -720,6 +829,74 @@ static void svg__heatmap_rows_grow_to_fit_the_colorbar_title(void **state)
 	free(doc);
 }
 
+/* Issue 16 item 10: a narrow phase (EP2 prefill of plans/default.yaml,
+ * 40 layers) left a page of white beside its maps because the maps'
+ * long titles set the width (1024 px). Content alone: the layer labels
+ * (< 60 px), then per map 2 GPUs at 60 px at most, the max/mean column and
+ * the colour bar with its ticks and title (< 200 px), or the summary line
+ * (43 characters at 0.6 x 12 px = 310 px), with a gap of at most 40 px:
+ * 60 + 2 x (310 + 40) = 760 px at most. The titles wrap: every line fits
+ * its map's block and the lines, joined, give the whole title. */
+static void svg__heatmap_narrow_phase_is_as_wide_as_its_content(void **state)
+{
+	(void)state;
+	double before[40 * 2], after[40 * 2];
+	for (size_t i = 0; i < 80; i++) {
+		before[i] = 90000 + (double)(i * 7919 % 17) * 1000;
+		after[i] = 98304;
+	}
+	const char *titles[] = {"before: round-robin, one replica per expert (192 per GPU)",
+				"after: planned, 196 slots per GPU (8 redundant)"};
+	struct mp_plot_heatmap plot;
+	mp_plot_heatmap_init(&plot);
+	plot.n_layers = 40;
+	plot.n_gpus = 2;
+	plot.before = before;
+	plot.after = after;
+	plot.before_label = titles[0];
+	plot.after_label = titles[1];
+	plot.value_label = "token visits per GPU per step (mean 98304)";
+	int rc;
+	char *doc = render_with(write_heatmap, &plot, &rc);
+	assert_int_equal(rc, 0);
+	assert_true(svg_well_formed(doc));
+	char buf[256];
+	const char *root = strstr(doc, "<svg");
+	assert_true(attr(root, "width", buf, sizeof(buf)));
+	double width = strtod(buf, NULL);
+	assert_true(width <= 760);
+	/* the second map starts where the first block ends */
+	assert_true(attr(element(doc, "heatmap-before"), "x", buf, sizeof(buf)) ||
+		    attr(strstr(element(doc, "heatmap-before"), "<rect"), "x", buf, sizeof(buf)));
+	double x_before = strtod(buf, NULL);
+	assert_true(attr(element(doc, "heatmap-after"), "x", buf, sizeof(buf)) ||
+		    attr(strstr(element(doc, "heatmap-after"), "<rect"), "x", buf, sizeof(buf)));
+	double block = strtod(buf, NULL) - x_before;
+	assert_true(block > 0);
+	char joined[2][256] = {"", ""};
+	size_t lines = 0;
+	for (const char *t = strstr(doc, "class=\"map-title\""); t;
+	     t = strstr(t + 1, "class=\"map-title\"")) {
+		const char *el = t;
+		while (el > doc && *el != '<') {
+			el--;
+		}
+		assert_true(attr(el, "x", buf, sizeof(buf)));
+		int which = fabs(strtod(buf, NULL) - x_before) < 1 ? 0 : 1;
+		assert_true(content(el, buf, sizeof(buf)));
+		assert_true(0.6 * 13 * (double)strlen(buf) <= block);
+		if (joined[which][0]) {
+			strcat(joined[which], " ");
+		}
+		strcat(joined[which], buf);
+		lines++;
+	}
+	assert_true(lines > 2); /* the before title did not fit on one line */
+	assert_string_equal(joined[0], titles[0]);
+	assert_string_equal(joined[1], titles[1]);
+	free(doc);
+}
+
 /* --- pareto -------------------------------------------------------------- */
 
 static void svg__pareto_is_a_step_line_with_markers(void **state)
@@ -789,9 +966,11 @@ int main(void)
 		cmocka_unit_test(svg__si_format),
 		cmocka_unit_test(svg__tick_labels_have_no_exponent),
 		cmocka_unit_test(svg__roofline_has_roofs_ridges_points_and_crossings),
+		cmocka_unit_test(svg__roofline_point_label_clears_the_ridge_markers),
 		cmocka_unit_test(svg__roofline_refuses_bad_numbers_without_output),
 		cmocka_unit_test(svg__heatmap_factors_and_common_scale),
 		cmocka_unit_test(svg__heatmap_rows_grow_to_fit_the_colorbar_title),
+		cmocka_unit_test(svg__heatmap_narrow_phase_is_as_wide_as_its_content),
 		cmocka_unit_test(svg__pareto_is_a_step_line_with_markers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
