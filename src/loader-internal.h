@@ -109,6 +109,13 @@ yaml_node_t *ld_get(struct ld *ld, const yaml_node_t *map, const char *key);
 /** True when key is present in the mapping (even with a null value). */
 bool ld_has(struct ld *ld, const yaml_node_t *map, const char *key);
 
+/* What kind of moeplan input a mapping is, from a key only that kind has:
+ * "a moeplan output (plan, placement or report)", "a model file",
+ * "a Hugging Face config.json", "a hardware file", or NULL (none of them;
+ * a mapping with prefill or decode is taken as a scenario or a plan).
+ * *key gets the key that decided. (loader-scenario.c) */
+const char *ld_file_kind(struct ld *ld, const yaml_node_t *root, const char **key);
+
 /** The value of a required key; reports "missing required field" at the
  * mapping (or "needs a value" at a null value) and returns NULL. */
 yaml_node_t *ld_require(struct ld *ld, const yaml_node_t *map, const char *what,

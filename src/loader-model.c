@@ -819,7 +819,22 @@ int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags
 	if (rc == 0) {
 		struct mp_model m;
 		mp_model_init(&m);
-		ld_parse_model(&ld, ld_root(&ld), "", &m);
+		/* A hardware file (or a scenario, a plan) here would get one
+		 * "unknown field" per key: say what it is, once. */
+		const char *key = NULL;
+		const char *kind = ld_file_kind(&ld, ld_root(&ld), &key);
+		if (!kind && ld_root(&ld) && ld_root(&ld)->type == YAML_MAPPING_NODE &&
+		    ld_has(&ld, ld_root(&ld), "prefill") && !ld_has(&ld, ld_root(&ld), "routed_experts")) {
+			kind = "a scenario";
+			key = "prefill";
+		}
+		if (kind && strcmp(kind, "a model file") != 0 && strcmp(kind, "a Hugging Face config.json") != 0) {
+			ld_error(&ld, ld_root(&ld), "this is %s (it has '%s'), not a model file: --model takes "
+				 "a model file (see plans/models/)%s", kind, key,
+				 strcmp(kind, "a hardware file") == 0 ? "; give this one to --hardware" : "");
+		} else {
+			ld_parse_model(&ld, ld_root(&ld), "", &m);
+		}
 		if (ld.status == 0) {
 			mp_model_finish(out);
 			*out = m;

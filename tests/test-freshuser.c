@@ -119,11 +119,39 @@ static void fresh__csv_messages_point_at_the_fault(void **state)
 	unlink(path);
 }
 
+/* Item 4: a hardware file (or a scenario) given as --model is one error
+ * that says what the file is, not one line per unknown or missing field. */
+static void fresh__model_option_says_what_the_file_is(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file, *kind;
+	} cases[] = {
+		{"hardware/hgx-h100.yaml", "this is a hardware file"},
+		{"plans/default.yaml", "this is a scenario"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct cli_result r = cli_run("fit", "--model", src_path(cases[i].file), "--hardware",
+					      src_path("hardware/hgx-h100.yaml"), "--ep", "8", "--requests", "1",
+					      "--context", "10", NULL);
+		assert_int_equal(r.status, 1);
+		assert_non_null(strstr(r.err, cases[i].kind));
+		assert_non_null(strstr(r.err, "--model takes a model file"));
+		size_t lines = 0;
+		for (const char *c = r.err; *c; c++) {
+			lines += *c == '\n';
+		}
+		assert_int_equal(lines, 1);
+		cli_result_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fresh__search_takes_the_decode_acceptance),
 		cmocka_unit_test(fresh__plurals),
+		cmocka_unit_test(fresh__model_option_says_what_the_file_is),
 		cmocka_unit_test(fresh__csv_messages_point_at_the_fault),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
