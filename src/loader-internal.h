@@ -113,8 +113,10 @@ bool ld_has(struct ld *ld, const yaml_node_t *map, const char *key);
  * "a moeplan output (plan, placement or report)", "a model file",
  * "a Hugging Face config.json", "a hardware file", or NULL (none of them;
  * a mapping with prefill or decode is taken as a scenario or a plan).
- * *key gets the key that decided. (loader-scenario.c) */
-const char *ld_file_kind(struct ld *ld, const yaml_node_t *root, const char **key);
+ * *key gets the key that decided, *instead what to give where a scenario
+ * is expected. */
+const char *ld_file_kind(struct ld *ld, const yaml_node_t *root, const char **key,
+			 const char **instead);
 
 /** The value of a required key; reports "missing required field" at the
  * mapping (or "needs a value" at a null value) and returns NULL. */

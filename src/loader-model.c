@@ -821,8 +821,8 @@ int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags
 		mp_model_init(&m);
 		/* A hardware file (or a scenario, a plan) here would get one
 		 * "unknown field" per key: say what it is, once. */
-		const char *key = NULL;
-		const char *kind = ld_file_kind(&ld, ld_root(&ld), &key);
+		const char *key = NULL, *instead = NULL;
+		const char *kind = ld_file_kind(&ld, ld_root(&ld), &key, &instead);
 		if (!kind && ld_root(&ld) && ld_root(&ld)->type == YAML_MAPPING_NODE &&
 		    ld_has(&ld, ld_root(&ld), "prefill") && !ld_has(&ld, ld_root(&ld), "routed_experts")) {
 			kind = "a scenario";

@@ -499,51 +499,16 @@ static char *base_name(const char *path)
 /* A model, hardware, Hugging Face config or plan given where a scenario is
  * expected would otherwise get one "unknown field" per key: say what it
  * is, once (as loads files do). Returns true after reporting. */
-static const struct {
-	const char *key, *kind, *instead;
-} other_kinds[] = {
-	{"moeplan", "a moeplan output (plan, placement or report)", "the scenario it was made from"},
-	{"routed_experts", "a model file", "a scenario that names it as 'model:'"},
-	{"architectures", "a Hugging Face config.json", "a scenario that names it as 'model:'"},
-	{"peak_flops", "a hardware file", "a scenario that names it as 'prefill.hardware' and 'decode.hardware'"},
-	{"hbm_bytes", "a hardware file", "a scenario that names it as 'prefill.hardware' and 'decode.hardware'"},
-};
-
-static size_t other_kind(struct ld *ld, const yaml_node_t *root)
-{
-	size_t n = sizeof(other_kinds) / sizeof(other_kinds[0]);
-	if (!root || root->type != YAML_MAPPING_NODE) {
-		return n;
-	}
-	/* a scenario has prefill and decode; of the others only a plan does */
-	bool phases = ld_has(ld, root, "prefill") || ld_has(ld, root, "decode");
-	for (size_t i = 0; i < n; i++) {
-		if ((i == 0 || !phases) && ld_has(ld, root, other_kinds[i].key)) {
-			return i;
-		}
-	}
-	return n;
-}
-
-const char *ld_file_kind(struct ld *ld, const yaml_node_t *root, const char **key)
-{
-	size_t i = other_kind(ld, root);
-	if (i == sizeof(other_kinds) / sizeof(other_kinds[0])) {
-		return NULL;
-	}
-	*key = other_kinds[i].key;
-	return other_kinds[i].kind;
-}
-
 static bool refuse_other_file(struct ld *ld, const yaml_node_t *root)
 {
-	size_t i = other_kind(ld, root);
-	if (i == sizeof(other_kinds) / sizeof(other_kinds[0])) {
+	const char *key = NULL, *instead = NULL;
+	const char *kind = ld_file_kind(ld, root, &key, &instead);
+	if (!kind) {
 		return false;
 	}
 	ld_error(ld, root, "this is %s (it has '%s'), not a scenario: plan takes a scenario "
 		 "(model, traffic, prefill and decode; see plans/default.yaml); give %s",
-		 other_kinds[i].kind, other_kinds[i].key, other_kinds[i].instead);
+		 kind, key, instead);
 	return true;
 }
 

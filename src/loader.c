@@ -1381,3 +1381,43 @@ const char *ld_looked_in(const char *base, const char *path, char *buf, size_t s
 		 (int)(slash - base + 1), base, slash + 1);
 	return buf;
 }
+
+/* ----------------------------------------------- what kind of file */
+
+static const struct {
+	const char *key, *kind, *instead;
+} other_kinds[] = {
+	{"moeplan", "a moeplan output (plan, placement or report)", "the scenario it was made from"},
+	{"routed_experts", "a model file", "a scenario that names it as 'model:'"},
+	{"architectures", "a Hugging Face config.json", "a scenario that names it as 'model:'"},
+	{"peak_flops", "a hardware file", "a scenario that names it as 'prefill.hardware' and 'decode.hardware'"},
+	{"hbm_bytes", "a hardware file", "a scenario that names it as 'prefill.hardware' and 'decode.hardware'"},
+};
+
+static size_t other_kind(struct ld *ld, const yaml_node_t *root)
+{
+	size_t n = sizeof(other_kinds) / sizeof(other_kinds[0]);
+	if (!root || root->type != YAML_MAPPING_NODE) {
+		return n;
+	}
+	/* a scenario has prefill and decode; of the others only a plan does */
+	bool phases = ld_has(ld, root, "prefill") || ld_has(ld, root, "decode");
+	for (size_t i = 0; i < n; i++) {
+		if ((i == 0 || !phases) && ld_has(ld, root, other_kinds[i].key)) {
+			return i;
+		}
+	}
+	return n;
+}
+
+const char *ld_file_kind(struct ld *ld, const yaml_node_t *root, const char **key,
+			 const char **instead)
+{
+	size_t i = other_kind(ld, root);
+	if (i == sizeof(other_kinds) / sizeof(other_kinds[0])) {
+		return NULL;
+	}
+	*key = other_kinds[i].key;
+	*instead = other_kinds[i].instead;
+	return other_kinds[i].kind;
+}

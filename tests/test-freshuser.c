@@ -146,11 +146,52 @@ static void fresh__model_option_says_what_the_file_is(void **state)
 	}
 }
 
+/* Item 5: when the output is only the engine map, the moves are nowhere
+ * else, so each is listed even past 64. 70 layers of [1, 2, 3 | 0, 1, 2]
+ * with loads 6, 2, 2, 2: expert 0 (load 6) lives only on GPU 1, which
+ * carries 6 + 2/2 + 2/2 = 8 at best; one move (a copy of expert 0 onto GPU
+ * 0) per layer gives 70 moves. */
+static void fresh__replan_lists_moves_when_the_output_is_the_map(void **state)
+{
+	(void)state;
+	char map[64], loads[64], out[64];
+	char *text = malloc(70 * 24 + 8);
+	assert_non_null(text);
+	strcpy(text, "[");
+	for (int l = 0; l < 70; l++) {
+		strcat(text, l ? ", [1, 2, 3, 0, 1, 2]" : "[1, 2, 3, 0, 1, 2]");
+	}
+	strcat(text, "]\n");
+	scratch_file(map, sizeof(map), text);
+	text[0] = '\0';
+	for (int l = 0; l < 70; l++) {
+		strcat(text, "6,2,2,2\n");
+	}
+	scratch_file(loads, sizeof(loads), text);
+	free(text);
+	snprintf(out, sizeof(out), "/tmp/moeplan-fresh-%ld.json", (long)getpid());
+	struct cli_result r = cli_run("replan", "--plan", map, "--gpus", "2", "--loads", loads, "--export",
+				      "sglang", "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "moves (the output is only the map, so they are listed here)"));
+	assert_null(strstr(r.out, "see replan.layers[].moved"));
+	size_t moves = 0;
+	for (const char *p = r.out; (p = strstr(p, "\n  layer ")) != NULL; p++) {
+		moves++;
+	}
+	assert_int_equal(moves, 70);
+	cli_result_free(&r);
+	unlink(map);
+	unlink(loads);
+	unlink(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fresh__search_takes_the_decode_acceptance),
 		cmocka_unit_test(fresh__plurals),
+		cmocka_unit_test(fresh__replan_lists_moves_when_the_output_is_the_map),
 		cmocka_unit_test(fresh__model_option_says_what_the_file_is),
 		cmocka_unit_test(fresh__csv_messages_point_at_the_fault),
 	};

@@ -357,8 +357,11 @@ static FILE *report_stream(const struct replan_args *a)
 	return to_stdout ? stderr : stdout;
 }
 
+/* moves_in_output: the output document records replan.layers[].moved;
+ * when it is only a map (an engine's, or --export to -o) every move is
+ * listed here, as nothing else keeps them. */
 static void print_report(FILE *f, const struct replan_args *a, const struct mp_replan *r,
-			 const struct mp_placement *cur)
+			 const struct mp_placement *cur, bool moves_in_output)
 {
 	char b1[32];
 	char b2[32];
@@ -405,9 +408,12 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	if (r->n_moves == 0) {
 		return;
 	}
-	if (r->n_moves > 64) {
+	if (r->n_moves > 64 && moves_in_output) {
 		fprintf(f, "moves: see replan.layers[].moved in the output\n");
 		return;
+	}
+	if (!moves_in_output) {
+		fprintf(f, "moves (the output is only the map, so they are listed here):\n");
 	}
 	cli_si((double)r->expert_bytes, "B", b1, sizeof(b1));
 	for (size_t i = 0; i < r->n_moves; i++) {
@@ -777,7 +783,10 @@ int cmd_replan(int argc, char **argv)
 		}
 	}
 	if (!cli_quiet) {
-		print_report(rep, &a, &r, &cur);
+		bool map_only = (a.have_export && !a.export_output) || info.kind == MP_REPLAN_SOURCE_SGLANG ||
+				info.kind == MP_REPLAN_SOURCE_LIST ||
+				info.kind == MP_REPLAN_SOURCE_VLLM;
+		print_report(rep, &a, &r, &cur, !map_only);
 	}
 	status = EXIT_OK;
 out:
