@@ -566,6 +566,18 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 	}
 }
 
+/* A time for reasons, as the plan summary writes it: "45.9 ms" below
+ * 1 s, "1.29 s" above. */
+static const char *time_text(double s, char *buf, size_t size)
+{
+	if (s < 1.0) {
+		snprintf(buf, size, "%.3g ms", s * 1e3);
+	} else {
+		snprintf(buf, size, "%.3g s", s);
+	}
+	return buf;
+}
+
 /* What a candidate's step delivers, for reasons: "2,130 output tokens/s
  * per GPU at 88 requests (step 45.9 ms)". */
 static void throughput_text(const struct mp_width_candidate *c, enum mp_phase_kind kind, char *buf,
@@ -582,13 +594,16 @@ static void throughput_text(const struct mp_width_candidate *c, enum mp_phase_ki
 		if (pool < 1.0) {
 			snprintf(idle, sizeof(idle), ", %.0f%% of the GPUs idle", 100.0 * (1.0 - pool));
 		}
+		char st[32], t2[32];
+		time_text(step, st, sizeof(st));
 		if (kind == MP_PHASE_DECODE) {
-			snprintf(buf, size, "%.4g output tokens/s per GPU at %.0f request%s (step %.3g ms, TPOT %.3g ms%s)",
-				 tps, c->requests, c->requests == 1.0 ? "" : "s", step * 1e3,
-				 step / c->step.accepted_tokens_per_step * c->requests * 1e3, idle);
+			time_text(step / c->step.accepted_tokens_per_step * c->requests, t2, sizeof(t2));
+			snprintf(buf, size, "%.4g output tokens/s per GPU at %.0f request%s (step %s, TPOT %s%s)",
+				 tps, c->requests, c->requests == 1.0 ? "" : "s", st, t2, idle);
 		} else {
-			snprintf(buf, size, "%.4g input tokens/s per GPU (step %.3g ms, TTFT %.3g ms%s)", tps,
-				 step * 1e3, c->step.ttft_s * 1e3, idle);
+			time_text(c->step.ttft_s, t2, sizeof(t2));
+			snprintf(buf, size, "%.4g input tokens/s per GPU (step %s, TTFT %s%s)", tps, st, t2,
+				 idle);
 		}
 	}
 }

@@ -674,6 +674,9 @@ static void step__plan_accepts_deepseek_h800(void **state)
 	assert_non_null(verdict);
 	verdict += strlen("\"verdict\": \"");
 	assert_true(strncmp(verdict, "chosen", 6) == 0 || strncmp(verdict, "outranked", 9) == 0);
+	/* New-user report: a 1.29 s step read "step 1.29e+03 ms" in the
+	 * reasons; times are "ms" below 1 s and "s" above. */
+	assert_null(strstr(r.out, "e+03 ms"));
 	print_message("decode chose EP%d (published EP144); EP144's verdict: %.9s\n",
 		      (int)json_number(decode, "ep"), verdict);
 	cli_result_free(&r);
