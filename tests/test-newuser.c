@@ -610,7 +610,7 @@ static void newuser__wall_clock_limit_is_reported(void **state)
 	r = cli_run("replan", "--plan", plan, "--loads", later, "--pareto", "-q", "--time-limit", "0.001",
 		    NULL);
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err, "moeplan replan: warning: the wall-clock safety limit (0.001 s for each placement run: all layers of one phase together) stopped the search on"));
+	assert_non_null(strstr(r.err, "moeplan replan: warning: the wall-clock safety limit (0.001 s per layer, times the layers for the whole run) stopped the search on"));
 	assert_non_null(strstr(r.out, "wall_clock_limit:"));
 	assert_non_null(strstr(r.out, "depends on the machine's speed and load"));
 	cli_result_free(&r);

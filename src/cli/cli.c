@@ -264,10 +264,15 @@ uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const
 	static const char note[] = "the wall-clock safety limit stopped the search: this output depends "
 				   "on the machine's speed and load; a larger --time-limit gives "
 				   "byte-identical output";
-	fprintf(stderr, "moeplan %s: warning: the wall-clock safety limit (%g s for each placement run: "
-		"all layers of one phase together) stopped the search on %u of %u layer%s: this output "
-		"depends on the machine's speed and load; a larger --time-limit gives byte-identical "
-		"output\n", cmd, limit_s, layers, total, cli_s(total));
+	/* replan's limit is per layer (its run gets it times the layers); the
+	 * others' bounds each phase's whole placement run */
+	bool per_layer = strcmp(cmd, "replan") == 0;
+	fprintf(stderr, "moeplan %s: warning: the wall-clock safety limit (%g s %s) stopped the search "
+		"on %u of %u layer%s: this output depends on the machine's speed and load; a larger "
+		"--time-limit gives byte-identical output\n", cmd, limit_s,
+		per_layer ? "per layer, times the layers for the whole run"
+			  : "for each placement run: all layers of one phase together",
+		layers, total, cli_s(total));
 	if (doc) {
 		struct mp_doc *w = mp_doc_map();
 		mp_doc_put_int(w, "layers", layers);
