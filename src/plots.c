@@ -14,6 +14,7 @@
 
 #define TITLE_H 34.0
 #define BLACK 6 /* mp_svg_color index of black */
+#define GREY 10 /* mp_svg_color index of grey (#888888) */
 
 static int write_svg(void *user, FILE *file)
 {
@@ -263,15 +264,17 @@ static int ep_panel(struct mp_svg *svg, const struct mp_plot_roofline *plot, dou
 		const struct mp_plot_ep_curve *c = &plot->curves[i];
 		double xc = 0;
 		bool crosses = plot->t_star > 0 && crossing(c, plot->t_star, lin, &xc);
+		const char *tail = c->does_not_fit ? " (does not fit)" : "";
 		if (crosses) {
 			mp_svg_format_si(xc, NULL, a, sizeof(a));
-			snprintf(label, sizeof(label), "%s: t* at %s req/GPU", c->label, a);
+			snprintf(label, sizeof(label), "%s: t* at %s req/GPU%s", c->label, a, tail);
 		} else {
-			snprintf(label, sizeof(label), "%s", c->label);
+			snprintf(label, sizeof(label), "%s%s", c->label, tail);
 		}
 		snprintf(id, sizeof(id), "ep-%zu", i);
 		mp_svg_panel_series(p, &(struct mp_svg_series){
-			.id = id, .label = label, .color = i, .style = MP_SVG_LINE,
+			.id = id, .label = label, .color = c->does_not_fit ? GREY : i,
+			.style = c->does_not_fit ? MP_SVG_LINE | MP_SVG_DASHED : MP_SVG_LINE,
 			.x = c->requests_per_gpu, .y = c->tokens_per_expert, .n = c->n,
 		});
 	}
@@ -279,7 +282,8 @@ static int ep_panel(struct mp_svg *svg, const struct mp_plot_roofline *plot, dou
 		double xc = 0;
 		if (plot->t_star > 0 && crossing(&plot->curves[i], plot->t_star, lin, &xc)) {
 			snprintf(id, sizeof(id), "ep-%zu-cross", i);
-			mp_svg_panel_point(p, xc, plot->t_star, id, NULL, i, MP_SVG_RING);
+			mp_svg_panel_point(p, xc, plot->t_star, id, NULL,
+					   plot->curves[i].does_not_fit ? GREY : i, MP_SVG_RING);
 		}
 	}
 	for (size_t i = 0; i < plot->n_ep_points; i++) {

@@ -805,6 +805,33 @@ static void roofline__cli_svg_draws_the_article_roofline(void **state)
 	assert_int_equal(text[0], '{');
 	free(text);
 
+	/* Issue 16 item 10: on HGX B200 (180 GB) EP1 cannot hold V4.1-Flash
+	 * ('moeplan fit --ep 1 -r 1 --context 1': "does not fit: 118.4 GB
+	 * short"; --ep 2: "fits: 11 GB free"), so its curve is dashed grey
+	 * and says so; EP2's is not. */
+	r = cli_run("roofline", "-m", model, "-H", src_path("hardware/hgx-b200.yaml"), "--ep", "2",
+		    "--svg", svg, "-o", txt, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	doc = cli_slurp(svg);
+	assert_non_null(doc);
+	assert_true(svg_well_formed(doc));
+	assert_true(svg_label_is(doc, "ep-0", "EP1, 384 slots (does not fit)"));
+	assert_true(svg_label_is(doc, "ep-1", "EP2, 432 slots"));
+	const char *g0 = svg_element(doc, "ep-0");
+	const char *e0 = strstr(g0, "</g>");
+	assert_non_null(e0);
+	const char *dash = strstr(g0, "stroke-dasharray=");
+	const char *grey = strstr(g0, "stroke=\"#888888\"");
+	assert_true(dash && dash < e0);
+	assert_true(grey && grey < e0);
+	const char *g1 = svg_element(doc, "ep-1");
+	const char *e1 = strstr(g1, "</g>");
+	assert_non_null(e1);
+	dash = strstr(g1, "stroke-dasharray=");
+	assert_true(!dash || dash > e1);
+	free(doc);
+
 	/* A picture that cannot be written: exit 1 and no output at all. */
 	const char *fresh = tmp_path(2, "fresh.txt");
 	r = cli_run("roofline", "-m", model, "-H", gb200, "--ep", "64", "--svg",

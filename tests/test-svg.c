@@ -463,6 +463,61 @@ static void svg__tick_labels_have_no_exponent(void **state)
 
 /* --- roofline ------------------------------------------------------------ */
 
+/* Issue 16 item 10: a width that cannot hold the model is drawn dashed in
+ * grey (#888888, mp_svg_color 10) with "(does not fit)" after its label;
+ * the width that fits keeps its solid palette colour (#0072B2, colour 0). */
+static void svg__roofline_marks_widths_that_do_not_fit(void **state)
+{
+	(void)state;
+	struct mp_plot_roof roofs[] = {{"fp8", 5e15}};
+	double r[] = {1, 512};
+	double t64[] = {1536.0 / 448.0, 512 * 1536.0 / 448.0};
+	double t2[] = {48.0 / 392.0, 512 * 48.0 / 392.0};
+	struct mp_plot_ep_curve curves[] = {
+		{.label = "EP64", .requests_per_gpu = r, .tokens_per_expert = t64, .n = 2},
+		{.label = "EP2", .requests_per_gpu = r, .tokens_per_expert = t2, .n = 2,
+		 .does_not_fit = true},
+	};
+	struct mp_plot_roofline plot;
+	mp_plot_roofline_init(&plot);
+	plot.hbm_bw_bytes_per_s = 8e12;
+	plot.roofs = roofs;
+	plot.n_roofs = 1;
+	plot.curves = curves;
+	plot.n_curves = 2;
+	int rc;
+	char *doc = render_with(write_roofline, &plot, &rc);
+	assert_int_equal(rc, 0);
+	assert_true(svg_well_formed(doc));
+	char buf[128];
+	assert_true(attr(element(doc, "ep-1"), "data-label", buf, sizeof(buf)));
+	assert_string_equal(buf, "EP2 (does not fit)");
+	assert_true(attr(element(doc, "ep-0"), "data-label", buf, sizeof(buf)));
+	assert_string_equal(buf, "EP64");
+	/* The series groups: ep-1 is grey and dashed, ep-0 is neither. */
+	const char *g1 = element(doc, "ep-1");
+	const char *e1 = strstr(g1, "</g>");
+	const char *g0 = element(doc, "ep-0");
+	const char *e0 = strstr(g0, "</g>");
+	assert_non_null(e1);
+	assert_non_null(e0);
+	const char *dash = strstr(g1, "stroke-dasharray=");
+	const char *grey = strstr(g1, "stroke=\"#888888\"");
+	assert_true(dash && dash < e1);
+	assert_true(grey && grey < e1);
+	dash = strstr(g0, "stroke-dasharray=");
+	const char *blue = strstr(g0, "stroke=\"#0072B2\"");
+	assert_true(!dash || dash > e0);
+	assert_true(blue && blue < e0);
+	/* The legend says so, with a dashed grey sample line. */
+	const char *legend = element(doc, "ep-legend");
+	assert_non_null(legend);
+	const char *text = strstr(legend, ">EP2 (does not fit)</text>");
+	assert_non_null(text);
+	assert_non_null(strstr(legend, ">EP64</text>"));
+	free(doc);
+}
+
 /* The seed article: "A GB200 GPU delivers 5 PFLOP/s of FP8 tensor-core
  * arithmetic ... against 8 TB/s of HBM bandwidth, so its ridge sits at
  * R = 625 FLOPs per byte". "In an EP64 group with 448 slots, top-6 routing
@@ -483,8 +538,8 @@ static void svg__roofline_has_roofs_ridges_points_and_crossings(void **state)
 	double t64[] = {1536.0 / 448.0, 512 * 1536.0 / 448.0};
 	double t8[] = {192.0 / 416.0, 512 * 192.0 / 416.0};
 	struct mp_plot_ep_curve curves[] = {
-		{"EP8", r, t8, 2},
-		{"EP64", r, t64, 2},
+		{"EP8", r, t8, 2, false},
+		{"EP64", r, t64, 2, false},
 	};
 	struct mp_plot_xy ep_points[] = {{"decode EP64", 60, 236}};
 	struct mp_plot_roofline plot;
@@ -968,6 +1023,7 @@ int main(void)
 		cmocka_unit_test(svg__roofline_has_roofs_ridges_points_and_crossings),
 		cmocka_unit_test(svg__roofline_point_label_clears_the_ridge_markers),
 		cmocka_unit_test(svg__roofline_refuses_bad_numbers_without_output),
+		cmocka_unit_test(svg__roofline_marks_widths_that_do_not_fit),
 		cmocka_unit_test(svg__heatmap_factors_and_common_scale),
 		cmocka_unit_test(svg__heatmap_rows_grow_to_fit_the_colorbar_title),
 		cmocka_unit_test(svg__heatmap_narrow_phase_is_as_wide_as_its_content),

@@ -61,6 +61,9 @@ struct mp_plot_ep_curve {
 	const double *requests_per_gpu;   /**< [n], > 0 on log axes, >= 0 on linear */
 	const double *tokens_per_expert;  /**< [n], same */
 	size_t n;                         /**< >= 1 */
+	bool does_not_fit;                /**< the width cannot hold the model in
+					       HBM: drawn dashed grey, "(does not
+					       fit)" appended to the label */
 };
 
 /** A named point on the second panel (requests per GPU, tokens per expert). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "moeplan/capacity.h"
 #include "moeplan/placement.h"
 #include "moeplan/plots.h"
 #include "moeplan/simulate.h"
@@ -173,6 +174,20 @@ out:
 
 #define MAX_CURVE_POINTS 32
 
+/* Whether one GPU of the width holds the model: weights, default buffers,
+ * workspace and reserve with no request (mp_capacity_compute at requests =
+ * 0). A width the check rejects as invalid is not marked (fits unknown). */
+static bool holds_model(const struct mp_model *model, const struct mp_hardware *hw,
+			const struct mp_ep_width *width)
+{
+	struct mp_capacity_input in = {.width = *width};
+	struct mp_capacity cap;
+	if (mp_capacity_compute(model, hw, NULL, &in, &cap) != 0) {
+		return true;
+	}
+	return cap.fits;
+}
+
 int cli_plot_roofline(const struct cli_roofline_spec *spec)
 {
 	const struct mp_model *model = spec->model;
@@ -261,6 +276,7 @@ int cli_plot_roofline(const struct cli_roofline_spec *spec)
 			.requests_per_gpu = cx + i * MAX_CURVE_POINTS,
 			.tokens_per_expert = cy + i * MAX_CURVE_POINTS,
 			.n = n_samples,
+			.does_not_fit = !holds_model(model, hw, &spec->widths[i]),
 		};
 	}
 
