@@ -1416,7 +1416,8 @@ static int load_map_torch(const char *path, uint32_t gpus, uint32_t want_experts
 	for (size_t i = 0; rc == 0 && i < (size_t)rows * slots; i++) {
 		max_id = ids[i] > max_id ? ids[i] : max_id;
 	}
-	const uint32_t per_gpu = gpus ? slots / gpus : 0;
+	/* At least 1: with no GPUs or too few slots rc is already set above. */
+	const uint32_t per_gpu = gpus && slots >= gpus ? slots / gpus : 1;
 	if (rc == 0 && want_experts && max_id >= want_experts) {
 		for (size_t i = 0; i < (size_t)rows * slots; i++) {
 			if (ids[i] >= want_experts) {

@@ -259,6 +259,9 @@ static double sglang_static_loads(const struct mp_placement *map, uint32_t l, co
 /* "a/b/c.yaml" -> "c.yaml" */
 static const char *cli_base(const char *path)
 {
+	if (!path) {
+		return "";
+	}
 	const char *slash = strrchr(path, '/');
 	return slash ? slash + 1 : path;
 }

@@ -432,7 +432,7 @@ int cmd_simulate(int argc, char **argv)
 	opts.prefer_local = a.prefer_local;
 	opts.threads = a.threads;
 	opts.gpus = a.ep;
-	opts.slots_per_gpu = a.slots ? a.slots / a.ep : 0;
+	opts.slots_per_gpu = a.slots && a.ep ? a.slots / a.ep : 0;
 	opts.n_experts = n_experts;
 	bool placed = strcmp(layout, "placed") == 0;
 	rc = mp_simulate(a.plan || placed ? &map : NULL, a.loads ? &loads : NULL, &opts, &res, &diags);

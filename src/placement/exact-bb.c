@@ -352,6 +352,8 @@ static void pick(struct bb *b, uint32_t d, u128 it, uint32_t i, uint32_t need, u
 	uint32_t *nused = b->used + (size_t)(d + 1) * b->G;
 	for (uint32_t t = take + 1; t-- > 0;) {
 		for (uint32_t q = 0; q < t; q++) {
+			/* members[0..c) are set: GPU s[i] is always a member */
+			// cppcheck-suppress uninitvar
 			uint32_t g = members[q];
 			nload[g] += it;
 			nused[g]++;
@@ -406,6 +408,7 @@ static void dfs(struct bb *b, uint32_t d)
 	/* the experts after this one take between rem_e - 1 and (rem_e - 1) rmax slots */
 	uint64_t later_max = (uint64_t)(rem_e - 1) * b->rmax;
 	uint32_t rlo = free_slots > later_max ? (uint32_t)(free_slots - later_max) : 1;
+	rlo = rlo ? rlo : 1; /* a count of 0 replicas is never tried */
 	uint64_t hi = free_slots - (rem_e - 1);
 	hi = hi < b->rmax ? hi : b->rmax;
 	hi = hi < free_gpus ? hi : free_gpus;

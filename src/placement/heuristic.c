@@ -318,9 +318,10 @@ void pl_eplb(const struct pl_prob *prob, uint32_t *slot, struct pl_work *work)
 	}
 	uint32_t *order = work->list; /* [N] */
 	pl_sort_desc(order, size, N);
-	double *load = calloc(G, sizeof(*load));
+	double *load = G ? calloc(G, sizeof(*load)) : NULL;
 	if (!load) {
-		/* no memory for loads: fill the GPUs in order (still a map) */
+		/* no GPUs (never: callers check) or no memory for loads: fill
+		 * the slots in order (still a map) */
 		for (uint32_t i = 0; i < N; i++) {
 			slot[i] = phy[order[i]];
 		}
