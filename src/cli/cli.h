@@ -20,45 +20,13 @@
 #include "moeplan/diag.h"
 #include "moeplan/doc.h"
 #include "moeplan/roofline.h"
+#include "opt.h"
 
 #define EXIT_OK 0
 #define EXIT_INPUT 1
 #define EXIT_USAGE 2
 #define EXIT_SOLVER 3
 
-/** Help text of one option, printed by cli_print_options. The table
- * shares index with the struct option array passed to getopt_long. */
-struct cli_option_help {
-	const char *arg;     /**< argument name shown, NULL for a flag */
-	const char *text;    /**< what it does, including its default */
-};
-
-/** One subcommand's help, kept next to its option table. */
-struct cli_command_help {
-	const char *name;
-	const char *synopsis;     /**< e.g. "moeplan place LOADS --gpus G --slots N [options]" */
-	const char *description;  /**< a paragraph */
-	const struct option *options;          /**< getopt_long table, {0} terminated */
-	const struct cli_option_help *help;    /**< same length as options, minus the terminator */
-	const char *examples;     /**< two real examples, one per line */
-};
-
-/** Print the full help of a command to out. */
-void cli_print_help(const struct cli_command_help *help, FILE *out);
-
-/** Build the getopt short-option string from a long-option table whose
- * `val` fields are characters (into buf). */
-void cli_short_options(const struct option *options, char *buf, size_t size);
-
-/** Record that getopt_long returned option c; when an option that takes a
- * value is given a second time, print a usage error naming it and return
- * true (a repeated option is an error, never a silent override). seen
- * must start zeroed and hold CLI_SEEN_SIZE bytes. */
-#define CLI_SEEN_SIZE 512
-bool cli_repeated(const char *cmd, int c, const struct option *options, unsigned char *seen);
-
-/** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
- * to stderr and returns EXIT_USAGE. */
 /* Plural suffix for a count: "" when n is 1, else "s" ("1 layer", "2 layers"). */
 const char *cli_s(double n);
 
@@ -66,6 +34,8 @@ const char *cli_s(double n);
  * else %.4g. Returns buf. */
 const char *cli_num(double v, char *buf, size_t size);
 
+/** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
+ * to stderr and returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** Print every diagnostic to stderr as path:line:col: error: message. */

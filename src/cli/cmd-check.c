@@ -8,36 +8,23 @@
 #include "moeplan/loader.h"
 #include "moeplan/placement.h"
 
-static const struct option check_options[] = {
-	{"loads", required_argument, NULL, 'l'},
-	{"gpus", required_argument, NULL, 'g'},
-	{"experts", required_argument, NULL, 'E'},
-	{"model", required_argument, NULL, 'm'},
-	{"phase", required_argument, NULL, 'P'},
-	{"time-limit", required_argument, NULL, 't'},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"svg", required_argument, NULL, 'S'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt check_options[] = {
+	{"loads", 'l', "LOADS", "loads [layers][experts] (CSV, YAML, SGLang logical_count): report each GPU's "
+		"load, balancedness and the distance from the lower bound (default: check the "
+		"map's structure only)", CLI_COMPLETE_FILE},
+	{"gpus", 'g', "N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list) "
+		"(default: the file's gpus)", NULL},
+	{"experts", 'E', "E", "the model's routed experts: ids from E up are out of range and named first "
+		"(default: the file's n_experts, or its largest id + 1)", NULL},
+	{"model", 'm', "M", "model file: its routed experts, as --experts (default: none)", CLI_COMPLETE_INPUT},
+	{"phase", 'P', "PHASE", "phase of a full plan: decode (default) or prefill", "decode prefill"},
+	{"time-limit", 't', "SECONDS", "with --loads: wall-clock safety net for the solver that proves the lower "
+		"bound and finds the best known plan, for the whole run (default 10; 0 = none)", NULL},
+	{"output", 'o', "FILE", "write the report to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
+	{"svg", 'S', "FILE", "with --loads: draw the load per GPU per layer, round-robin (one replica per expert) beside this map, as an SVG heatmap (default: none)", CLI_COMPLETE_FILE},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help check_help[] = {
-	{"LOADS", "loads [layers][experts] (CSV, YAML, SGLang logical_count): report each GPU's "
-		  "load, balancedness and the distance from the lower bound (default: check the "
-		  "map's structure only)"},
-	{"N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list) "
-	      "(default: the file's gpus)"},
-	{"E", "the model's routed experts: ids from E up are out of range and named first "
-	      "(default: the file's n_experts, or its largest id + 1)"},
-	{"M", "model file: its routed experts, as --experts (default: none)"},
-	{"PHASE", "phase of a full plan: decode (default) or prefill"},
-	{"SECONDS", "with --loads: wall-clock safety net for the solver that proves the lower "
-		    "bound and finds the best known plan, for the whole run (default 10; 0 = none)"},
-	{"FILE", "write the report to FILE atomically ('-' = stdout, the default)"},
-	{"FMT", "yaml (default) or json"},
-	{"FILE", "with --loads: draw the load per GPU per layer, round-robin (one replica per expert) beside this map, as an SVG heatmap (default: none)"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_check_help = {
@@ -59,7 +46,6 @@ const struct cli_command_help cmd_check_help = {
 		"the placement solver, which also gives best_max_load, the best plan it found)\n"
 		"and the gap to it.",
 	.options = check_options,
-	.help = check_help,
 	.examples =
 		"  moeplan place plans/traces/olmoe_c4.csv --gpus 8 --slots 72 -o placement.yaml\n"
 		"  moeplan check placement.yaml --loads plans/traces/olmoe_github.csv\n"
@@ -81,15 +67,10 @@ struct check_args {
 
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
-	char shorts[32];
-	cli_short_options(check_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_check_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, check_options, NULL)) != -1) {
-		if (cli_repeated("check", c, check_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		switch (c) {
 		case 'l':
 			a->loads = optarg;
@@ -129,13 +110,12 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 				return EXIT_USAGE;
 			}
 			break;
-		case 'h':
-			cli_print_help(&cmd_check_help, stdout);
-			return -1;
-		default:
-			fprintf(stderr, "Try 'moeplan check --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return c == CLI_PARSE_HELP ? -1 : EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		return cli_usage("check", "PLAN is required");

@@ -10,29 +10,17 @@
 #include "moeplan/comm.h"
 #include "moeplan/model.h"
 
-static const struct option comm_options[] = {
-	{"model", required_argument, NULL, 'm'},
-	{"hardware", required_argument, NULL, 'H'},
-	{"ep", required_argument, NULL, 'e'},
-	{"gpus-per-node", required_argument, NULL, 'n'},
-	{"tokens-per-gpu", required_argument, NULL, 'b'},
-	{"max-nodes-per-token", required_argument, NULL, 'M'},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt comm_options[] = {
+	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
+	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	{"ep", 'e', "N", "EP width (required)", NULL},
+	{"gpus-per-node", 'n', "G", "GPUs joined by scale-up links, e.g. 8 for HGX, 72 for NVL72 (required)", NULL},
+	{"tokens-per-gpu", 'b', "B", "tokens per GPU per step, b (required)", NULL},
+	{"max-nodes-per-token", 'M', "M", "node-limited routing: at most M destination nodes per token (default: no limit)", NULL},
+	{"output", 'o', "FILE", "write the result to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help comm_help[] = {
-	{"M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)"},
-	{"H", "hardware file (hardware/*.yaml) (required)"},
-	{"N", "EP width (required)"},
-	{"G", "GPUs joined by scale-up links, e.g. 8 for HGX, 72 for NVL72 (required)"},
-	{"B", "tokens per GPU per step, b (required)"},
-	{"M", "node-limited routing: at most M destination nodes per token (default: no limit)"},
-	{"FILE", "write the result to FILE, atomically (default '-', stdout)"},
-	{"FMT", "text (default), yaml or json"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_comm_help = {
@@ -49,7 +37,6 @@ const struct cli_command_help cmd_comm_help = {
 		"and its time at the GPU's peak, their ratio, and the bandwidth each link would\n"
 		"need for the exchange to hide fully under the arithmetic.",
 	.options = comm_options,
-	.help = comm_help,
 	.examples =
 		"  moeplan comm -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 -n 72 -b 256\n"
 		"  moeplan comm -m plans/models/deepseek-v3.yaml -H hardware/hgx-h100.yaml --ep 64 -n 8 -b 4096 -M 4 -f json\n",
@@ -173,15 +160,10 @@ int cmd_comm(int argc, char **argv)
 	mp_comm_input_init(&in);
 	in.ep = 0;
 	in.tokens_per_gpu = -1.0;
-	char shorts[64];
-	cli_short_options(comm_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_comm_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, comm_options, NULL)) != -1) {
-		if (cli_repeated("comm", c, comm_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		bool ok = true;
 		switch (c) {
 		case 'm':
@@ -209,16 +191,15 @@ int cmd_comm(int argc, char **argv)
 		case 'f':
 			ok = cli_parse_output("comm", optarg, &format);
 			break;
-		case 'h':
-			cli_print_help(&cmd_comm_help, stdout);
-			return EXIT_OK;
-		default:
-			fprintf(stderr, "Try 'moeplan comm --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
 		if (!ok) {
 			return EXIT_USAGE;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return cli_parser_status(c);
 	}
 	if (optind < argc) {
 		return cli_usage("comm", "unexpected argument '%s'", argv[optind]);

@@ -12,7 +12,7 @@
 #include "moeplan/scenario.h"
 
 enum {
-	OPT_DRAFTER_SLOTS = 256,
+	OPT_DRAFTER_SLOTS = CLI_OPT_LONG,
 	OPT_CHUNK,
 	OPT_RESERVE,
 	OPT_BUFFERS,
@@ -21,45 +21,25 @@ enum {
 	OPT_MIN_REDUNDANT,
 };
 
-static const struct option fit_options[] = {
-	{"model", required_argument, NULL, 'm'},
-	{"hardware", required_argument, NULL, 'H'},
-	{"ep", required_argument, NULL, 'e'},
-	{"requests", required_argument, NULL, 'r'},
-	{"context", required_argument, NULL, 'c'},
-	{"tokens-per-request", required_argument, NULL, 'T'},
-	{"slots", required_argument, NULL, 's'},
-	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
-	{"min-redundant", required_argument, NULL, OPT_MIN_REDUNDANT},
-	{"chunk-tokens", required_argument, NULL, OPT_CHUNK},
-	{"reserve", required_argument, NULL, OPT_RESERVE},
-	{"buffers", required_argument, NULL, OPT_BUFFERS},
-	{"buffer-tokens", required_argument, NULL, OPT_BUFFER_TOKENS},
-	{"no-workspace", no_argument, NULL, OPT_NO_WORKSPACE},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt fit_options[] = {
+	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
+	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	{"ep", 'e', "N", "EP width (required)", NULL},
+	{"requests", 'r', "R", "concurrent requests per GPU (required)", NULL},
+	{"context", 'c', "C", "context tokens each request's KV cache holds (required)", NULL},
+	{"tokens-per-request", 'T', "T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)", NULL},
+	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)", NULL},
+	{"drafter-slots", OPT_DRAFTER_SLOTS, "S", "the drafter's slots (default: the same rule on its experts)", NULL},
+	{"min-redundant", OPT_MIN_REDUNDANT, "N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)", NULL},
+	{"chunk-tokens", OPT_CHUNK, "T", "prefill: tokens per GPU per step, normal-mode buffers (default: none, decode)", NULL},
+	{"reserve", OPT_RESERVE, "BYTES", "runtime reserve, e.g. '3.9 GB' (default 3.9 GB: CUDA context, NCCL, slack)", NULL},
+	{"buffers", OPT_BUFFERS, "MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout", "auto low-latency normal none"},
+	{"buffer-tokens", OPT_BUFFER_TOKENS, "T", "tokens per rank the buffers are sized for (default: the step's tokens per GPU)", NULL},
+	{"no-workspace", OPT_NO_WORKSPACE, NULL, "leave out the MoE activation workspace", NULL},
+	{"output", 'o', "FILE", "write the breakdown to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help fit_help[] = {
-	{"M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)"},
-	{"H", "hardware file (hardware/*.yaml) (required)"},
-	{"N", "EP width (required)"},
-	{"R", "concurrent requests per GPU (required)"},
-	{"C", "context tokens each request's KV cache holds (required)"},
-	{"T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)"},
-	{"S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)"},
-	{"S", "the drafter's slots (default: the same rule on its experts)"},
-	{"N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)"},
-	{"T", "prefill: tokens per GPU per step, normal-mode buffers (default: none, decode)"},
-	{"BYTES", "runtime reserve, e.g. '3.9 GB' (default 3.9 GB: CUDA context, NCCL, slack)"},
-	{"MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout"},
-	{"T", "tokens per rank the buffers are sized for (default: the step's tokens per GPU)"},
-	{NULL, "leave out the MoE activation workspace"},
-	{"FILE", "write the breakdown to FILE, atomically (default '-', stdout)"},
-	{"FMT", "text (default), yaml or json"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_fit_help = {
@@ -74,7 +54,6 @@ const struct cli_command_help cmd_fit_help = {
 		"verdict and the largest number of requests per GPU that fits at C tokens.\n"
 		"Exit status 0 when the batch fits, 1 when it does not (or on bad input).",
 	.options = fit_options,
-	.help = fit_help,
 	.examples =
 		"  moeplan fit -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 -r 256 -c 131072\n"
 		"  moeplan fit -m plans/models/deepseek-v4.1-flash.yaml -H hardware/hgx-b200.yaml --ep 2 -r 1 -c 16384 \\\n"
@@ -280,15 +259,10 @@ int cmd_fit(int argc, char **argv)
 	enum cli_output format = CLI_OUTPUT_TEXT;
 	struct mp_capacity_options opts;
 	mp_capacity_options_init(&opts);
-	char shorts[64];
-	cli_short_options(fit_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_fit_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, fit_options, NULL)) != -1) {
-		if (cli_repeated("fit", c, fit_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		bool ok = true;
 		double v = 0.0;
 		switch (c) {
@@ -341,16 +315,15 @@ int cmd_fit(int argc, char **argv)
 		case 'f':
 			ok = cli_parse_output("fit", optarg, &format);
 			break;
-		case 'h':
-			cli_print_help(&cmd_fit_help, stdout);
-			return EXIT_OK;
-		default:
-			fprintf(stderr, "Try 'moeplan fit --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
 		if (!ok) {
 			return EXIT_USAGE;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return cli_parser_status(c);
 	}
 	if (optind < argc) {
 		return cli_usage("fit", "unexpected argument '%s'", argv[optind]);

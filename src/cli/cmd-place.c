@@ -9,62 +9,42 @@
 #include "moeplan/plan.h"
 
 enum {
-	OPT_EXPORT = 256,
+	OPT_EXPORT = CLI_OPT_LONG,
 	OPT_EXPORT_OUTPUT,
 };
 
-static const struct option place_options[] = {
-	{"gpus", required_argument, NULL, 'g'},
-	{"slots", required_argument, NULL, 's'},
-	{"time-limit", required_argument, NULL, 't'},
-	{"threads", required_argument, NULL, 'j'},
-	{"split", required_argument, NULL, 'S'},
-	{"gpus-per-node", required_argument, NULL, 'n'},
-	{"balance-nodes", no_argument, NULL, 'B'},
-	{"group-limited", required_argument, NULL, 'L'},
-	{"target-gap", required_argument, NULL, 'G'},
-	{"effort", required_argument, NULL, 'e'},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"verbose", no_argument, NULL, 'v'},
-	{"export", required_argument, NULL, OPT_EXPORT},
-	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
-	{"model", required_argument, NULL, 'm'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt place_options[] = {
+	{"gpus", 'g', "G", "number of GPUs in the expert-parallel group (required)", NULL},
+	{"slots", 's', "N", "physical expert slots in all, a multiple of G and at least the number of "
+		"experts (required)", NULL},
+	{"time-limit", 't', "SECONDS", "wall-clock safety net for the whole run (default 60; 0 = none): the search "
+		"is bounded by counted work, so plans are identical on any machine; layers the "
+		"limit stops say status time_limit", NULL},
+	{"threads", 'j', "N", "worker threads over layers (default: number of CPUs)", NULL},
+	{"split", 'S', "SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
+		"route) or weighted (any split, for engines that route by weight)", NULL},
+	{"gpus-per-node", 'n', "N", "GPUs per node: must divide G; node loads are summed per layer (default: no nodes)", NULL},
+	{"balance-nodes", 'B', NULL, "with --gpus-per-node: after the busiest GPU, make the busiest node as light as "
+		"possible (replicas of one expert may sit on several nodes; default: off)", NULL},
+	{"group-limited", 'L', "GROUPS", "with --gpus-per-node: split the experts into GROUPS groups of consecutive ids "
+		"and keep every replica of a group on one node, so a token that uses k groups "
+		"reaches at most k nodes (DeepSeek-V3: 8); default: off", NULL},
+	{"target-gap", 'G', "FRACTION", "stop a layer's search once (max - bound) / max <= FRACTION (default 0)", NULL},
+	{"effort", 'e', "X", "multiply the search's work budgets by X, 0.001 to 1000 (default 1; more is slower "
+		"and may find better plans; plans stay deterministic)", NULL},
+	{"output", 'o', "FILE", "write the placement to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
+	{"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL},
+	{"export", OPT_EXPORT, "ENGINE", "write the map as sglang (--init-expert-location JSON, one row per hidden\n"
+		"                                 layer) to -o instead of the placement, or to --export-output;\n"
+		"                                 the name must end in .json (default: none)", "sglang"},
+	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the placement to -o\n"
+		"                                 (default: none)", CLI_COMPLETE_FILE},
+	{"model", 'm', "FILE", "the model (preset or config.json): its layer numbering places the rows\n"
+		"                                 for --export, and its dense layers' rows are dropped (they must\n"
+		"                                 be zero); not needed for SGLang's own dumps (default: none)", CLI_COMPLETE_INPUT},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help place_help[] = {
-	{"G", "number of GPUs in the expert-parallel group (required)"},
-	{"N", "physical expert slots in all, a multiple of G and at least the number of "
-	      "experts (required)"},
-	{"SECONDS", "wall-clock safety net for the whole run (default 60; 0 = none): the search "
-		    "is bounded by counted work, so plans are identical on any machine; layers the "
-		    "limit stops say status time_limit"},
-	{"N", "worker threads over layers (default: number of CPUs)"},
-	{"SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
-		  "route) or weighted (any split, for engines that route by weight)"},
-	{"N", "GPUs per node: must divide G; node loads are summed per layer (default: no nodes)"},
-	{NULL, "with --gpus-per-node: after the busiest GPU, make the busiest node as light as "
-	       "possible (replicas of one expert may sit on several nodes; default: off)"},
-	{"GROUPS", "with --gpus-per-node: split the experts into GROUPS groups of consecutive ids "
-		   "and keep every replica of a group on one node, so a token that uses k groups "
-		   "reaches at most k nodes (DeepSeek-V3: 8); default: off"},
-	{"FRACTION", "stop a layer's search once (max - bound) / max <= FRACTION (default 0)"},
-	{"X", "multiply the search's work budgets by X, 0.001 to 1000 (default 1; more is slower "
-	      "and may find better plans; plans stay deterministic)"},
-	{"FILE", "write the placement to FILE atomically ('-' = stdout, the default)"},
-	{"FMT", "yaml (default) or json"},
-	{NULL, "show GLPK's own log on stderr"},
-	{"ENGINE", "write the map as sglang (--init-expert-location JSON, one row per hidden\n"
-		   "                                 layer) to -o instead of the placement, or to --export-output;\n"
-		   "                                 the name must end in .json (default: none)"},
-	{"FILE.json", "with --export: the engine map goes to FILE.json and the placement to -o\n"
-		      "                                 (default: none)"},
-	{"FILE", "the model (preset or config.json): its layer numbering places the rows\n"
-		 "                                 for --export, and its dense layers' rows are dropped (they must\n"
-		 "                                 be zero); not needed for SGLang's own dumps (default: none)"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_place_help = {
@@ -84,7 +64,6 @@ const struct cli_command_help cmd_place_help = {
 		"physical_to_logical, the map vLLM and SGLang load. Method: bounds, a heuristic\n"
 		"that is never worse than DeepSeek's EPLB, and GLPK's MIP on small layers.",
 	.options = place_options,
-	.help = place_help,
 	.examples =
 		"  moeplan place plans/traces/olmoe_c4.csv --gpus 8 --slots 72\n"
 		"  moeplan place plans/traces/switch128_bookcorpus.csv --gpus 16 --slots 144 --time-limit 2 \\\n"
@@ -109,15 +88,10 @@ struct place_args {
 
 static int parse_args(int argc, char **argv, struct place_args *a)
 {
-	char shorts[64];
-	cli_short_options(place_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_place_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, place_options, NULL)) != -1) {
-		if (cli_repeated("place", c, place_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		switch (c) {
 		case 'g':
 			if (!cli_parse_u32("place", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
@@ -205,13 +179,12 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 		case 'm':
 			a->model = optarg;
 			break;
-		case 'h':
-			cli_print_help(&cmd_place_help, stdout);
-			return -1;
-		default:
-			fprintf(stderr, "Try 'moeplan place --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return c == CLI_PARSE_HELP ? -1 : EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		return cli_usage("place", "LOADS is required");

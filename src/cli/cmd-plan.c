@@ -14,41 +14,28 @@
 #endif
 
 enum {
-	OPT_SVG = 256,
+	OPT_SVG = CLI_OPT_LONG,
 	OPT_REPORT,
 	OPT_EXPORT,
 	OPT_EXPORT_OUTPUT,
 };
 
-static const struct option plan_options[] = {
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"time-limit", required_argument, NULL, 't'},
-	{"threads", required_argument, NULL, 'j'},
-	{"verbose", no_argument, NULL, 'v'},
-	{"svg", required_argument, NULL, OPT_SVG},
-	{"report", required_argument, NULL, OPT_REPORT},
-	{"export", required_argument, NULL, OPT_EXPORT},
-	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt plan_options[] = {
+	{"output", 'o', "FILE", "write the plan to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "yaml, json or text, the summary (default: text on a terminal with no -o, else yaml)", "text yaml json"},
+	{"time-limit", 't', "SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)", NULL},
+	{"threads", 'j', "N", "solver threads over layers (default: number of CPUs; results do not depend on it)", NULL},
+	{"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL},
+	{"svg", OPT_SVG, "FILE", "also draw the decode load heatmap (layers x GPUs, round-robin before,\n"
+		"                                 planned after) to FILE as SVG (default: none)", CLI_COMPLETE_FILE},
+	{"report", OPT_REPORT, "FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
+		"                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)", CLI_COMPLETE_FILE},
+	{"export", OPT_EXPORT, "ENGINE", "write the decode map as sglang (--init-expert-location JSON, one row per\n"
+		"                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
+		"                                 the name must end in .json (default: none)", "sglang"},
+	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)", CLI_COMPLETE_FILE},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help plan_help[] = {
-	{"FILE", "write the plan to FILE atomically ('-' = stdout, the default)"},
-	{"FMT", "yaml, json or text, the summary (default: text on a terminal with no -o, else yaml)"},
-	{"SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)"},
-	{"N", "solver threads over layers (default: number of CPUs; results do not depend on it)"},
-	{NULL, "show GLPK's own log on stderr"},
-	{"FILE", "also draw the decode load heatmap (layers x GPUs, round-robin before,\n"
-		 "                                 planned after) to FILE as SVG (default: none)"},
-	{"FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
-		    "                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)"},
-	{"ENGINE", "write the decode map as sglang (--init-expert-location JSON, one row per\n"
-		   "                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
-		   "                                 the name must end in .json (default: none)"},
-	{"FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_plan_help = {
@@ -63,7 +50,6 @@ const struct cli_command_help cmd_plan_help = {
 		"every layer states its proven lower bound and gap), and writes the plan. SCENARIO defaults to plans/default.yaml\n"
 		"(then " MOEPLAN_DATADIR "/plans/default.yaml).",
 	.options = plan_options,
-	.help = plan_help,
 	.examples =
 		"  moeplan plan plans/default.yaml -o plan.yaml\n"
 		"  moeplan plan plans/olmoe-github.yaml --format json -o - | jq '.decode.placement.layers[0]'\n"
@@ -110,15 +96,10 @@ int cmd_plan(int argc, char **argv)
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
 	opts.place.time_limit_s = 0; /* 0 = take the scenario's */
-	char shorts[64];
-	cli_short_options(plan_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_plan_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, plan_options, NULL)) != -1) {
-		if (cli_repeated("plan", c, plan_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		switch (c) {
 		case 'o':
 			output = optarg;
@@ -159,13 +140,12 @@ int cmd_plan(int argc, char **argv)
 		case OPT_EXPORT_OUTPUT:
 			export_output = optarg;
 			break;
-		case 'h':
-			cli_print_help(&cmd_plan_help, stdout);
-			return EXIT_OK;
-		default:
-			fprintf(stderr, "Try 'moeplan plan --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return cli_parser_status(c);
 	}
 	if (argc - optind > 1) {
 		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);

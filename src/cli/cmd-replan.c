@@ -21,7 +21,7 @@
  * -j threads, -o output, -f format, -v verbose, -h help); the options
  * only replan has are long-only. */
 enum {
-	OPT_MAX_MOVES = 256,
+	OPT_MAX_MOVES = CLI_OPT_LONG,
 	OPT_MOVE_COST,
 	OPT_HORIZON,
 	OPT_LAYER_TIME,
@@ -36,83 +36,55 @@ enum {
 	OPT_NO_MIP,
 };
 
-static const struct option replan_options[] = {
-	{"plan", required_argument, NULL, 'p'},
-	{"loads", required_argument, NULL, 'l'},
-	{"gpus", required_argument, NULL, 'g'},
-	{"phase", required_argument, NULL, 'P'},
-	{"max-moves", required_argument, NULL, OPT_MAX_MOVES},
-	{"move-cost", required_argument, NULL, OPT_MOVE_COST},
-	{"horizon", required_argument, NULL, OPT_HORIZON},
-	{"layer-time", required_argument, NULL, OPT_LAYER_TIME},
-	{"min-gain", required_argument, NULL, OPT_MIN_GAIN},
-	{"model", required_argument, NULL, 'm'},
-	{"hardware", required_argument, NULL, 'H'},
-	{"expert-bytes", required_argument, NULL, OPT_EXPERT_BYTES},
-	{"link-bandwidth", required_argument, NULL, OPT_LINK_BW},
-	{"slot-counts", no_argument, NULL, OPT_SLOT_COUNTS},
-	{"pareto", no_argument, NULL, OPT_PARETO},
-	{"svg", required_argument, NULL, OPT_SVG},
-	{"export", required_argument, NULL, OPT_EXPORT},
-	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
-	{"time-limit", required_argument, NULL, 't'},
-	{"threads", required_argument, NULL, 'j'},
-	{"no-mip", no_argument, NULL, OPT_NO_MIP},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"verbose", no_argument, NULL, 'v'},
-	{"help", no_argument, NULL, 'h'},
-	{0},
-};
-
-static const struct cli_option_help replan_help[] = {
-	{"CURRENT", "the running placement: a moeplan plan or placement, SGLang's or\n"
+static const struct cli_opt replan_options[] = {
+	{"plan", 'p', "CURRENT", "the running placement: a moeplan plan or placement, SGLang's or\n"
 		"                                 vLLM's physical_to_logical_map JSON, or a [layers][slots] list\n"
-		"                                 (required)"},
-	{"OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang\n"
-		"                                 logical_count), or [layers][slots] per physical slot (required)"},
-	{"N", "GPUs of a map that does not say (SGLang map, bare list); checked\n"
-		"                                 against the file's gpus or vLLM ep_size (default: the file's)"},
-	{"PHASE", "phase of a full plan to re-plan: decode (default) or prefill"},
-	{"M", "at most M moves over all layers, or a percentage of all slots\n"
-		"                                 (layers x slots), e.g. 25% (default: no limit)"},
-	{"COST", "instead of a budget, price each move: seconds ('2 ms'; a plain\n"
+		"                                 (required)", CLI_COMPLETE_FILE},
+	{"loads", 'l', "OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang\n"
+		"                                 logical_count), or [layers][slots] per physical slot (required)", CLI_COMPLETE_FILE},
+	{"gpus", 'g', "N", "GPUs of a map that does not say (SGLang map, bare list); checked\n"
+		"                                 against the file's gpus or vLLM ep_size (default: the file's)", NULL},
+	{"phase", 'P', "PHASE", "phase of a full plan to re-plan: decode (default) or prefill", "decode prefill"},
+	{"max-moves", OPT_MAX_MOVES, "M", "at most M moves over all layers, or a percentage of all slots\n"
+		"                                 (layers x slots), e.g. 25% (default: no limit)", NULL},
+	{"move-cost", OPT_MOVE_COST, "COST", "instead of a budget, price each move: seconds ('2 ms'; a plain\n"
 		"                                 number is seconds) or bytes ('44 MB', sent at the link bandwidth;\n"
-		"                                 default: none, a budget)"},
-	{"STEPS", "with --move-cost: steps the new plan runs before the next re-plan\n"
-		"                                 (default 1000)"},
-	{"SECONDS", "with --move-cost: routed-expert time of one MoE layer per step at\n"
-		"                                 perfect balance (default: the plan's expert_time_s)"},
-	{"FRACTION", "keep the current plan when the predicted gain in the sum of\n"
-		"                                 busiest-GPU loads is below FRACTION, 0 to <1 (default 0)"},
-	{"MODEL", "model file: bytes per expert copy (default: none)"},
-	{"HARDWARE", "hardware file: scale-up bandwidth per GPU (default: none)"},
-	{"BYTES", "bytes per expert copy (default: the model's, the plan's HBM audit,\n"
-		"                                 else 44050944 B, one DeepSeek-V3 FP8 expert)"},
-	{"BW", "scale-up bandwidth per GPU and direction (default: the hardware's,\n"
-		"                                 else 450 GB/s, NVLink 4 on H100)"},
-	{NULL, "OBSERVED counts physical slots: fold them to experts through\n"
+		"                                 default: none, a budget)", NULL},
+	{"horizon", OPT_HORIZON, "STEPS", "with --move-cost: steps the new plan runs before the next re-plan\n"
+		"                                 (default 1000)", NULL},
+	{"layer-time", OPT_LAYER_TIME, "SECONDS", "with --move-cost: routed-expert time of one MoE layer per step at\n"
+		"                                 perfect balance (default: the plan's expert_time_s)", NULL},
+	{"min-gain", OPT_MIN_GAIN, "FRACTION", "keep the current plan when the predicted gain in the sum of\n"
+		"                                 busiest-GPU loads is below FRACTION, 0 to <1 (default 0)", NULL},
+	{"model", 'm', "MODEL", "model file: bytes per expert copy (default: none)", CLI_COMPLETE_INPUT},
+	{"hardware", 'H', "HARDWARE", "hardware file: scale-up bandwidth per GPU (default: none)", CLI_COMPLETE_INPUT},
+	{"expert-bytes", OPT_EXPERT_BYTES, "BYTES", "bytes per expert copy (default: the model's, the plan's HBM audit,\n"
+		"                                 else 44050944 B, one DeepSeek-V3 FP8 expert)", NULL},
+	{"link-bandwidth", OPT_LINK_BW, "BW", "scale-up bandwidth per GPU and direction (default: the hardware's,\n"
+		"                                 else 450 GB/s, NVLink 4 on H100)", NULL},
+	{"slot-counts", OPT_SLOT_COUNTS, NULL, "OBSERVED counts physical slots: fold them to experts through\n"
 		"                                 CURRENT (automatic when its width is the slot count and not the\n"
-		"                                 expert count)"},
-	{NULL, "print the best busiest-GPU load for 0, 1, 2, ... moves per layer\n"
-		"                                 and in total instead of a plan"},
-	{"FILE", "with --pareto: draw the total front as SVG (default: none)"},
-	{"ENGINE", "write the new map as sglang (--init-expert-location JSON, one row per\n"
+		"                                 expert count)", NULL},
+	{"pareto", OPT_PARETO, NULL, "print the best busiest-GPU load for 0, 1, 2, ... moves per layer\n"
+		"                                 and in total instead of a plan", NULL},
+	{"svg", OPT_SVG, "FILE", "with --pareto: draw the total front as SVG (default: none)", CLI_COMPLETE_FILE},
+	{"export", OPT_EXPORT, "ENGINE", "write the new map as sglang (--init-expert-location JSON, one row per\n"
 		"                                 hidden layer: an SGLang map's rows as they are, a moeplan plan's\n"
 		"                                 MoE rows placed by --model) to -o, or to --export-output; the name\n"
-		"                                 must end in .json (default: none, the input's format)"},
-	{"FILE.json", "with --export: the engine map goes here and the plan to -o\n"
-		"                                 (default: none)"},
-	{"SECONDS", "safety net per layer for the from-scratch solver and GLPK: counted\n"
+		"                                 must end in .json (default: none, the input's format)", "sglang"},
+	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes here and the plan to -o\n"
+		"                                 (default: none)", CLI_COMPLETE_FILE},
+	{"time-limit", 't', "SECONDS", "safety net per layer for the from-scratch solver and GLPK: counted\n"
 		"                                 work budgets end the searches first, so the output depends on\n"
-		"                                 machine speed only when this fires (status time_limit; default 10)"},
-	{"N", "threads of the from-scratch solver; the output does not depend on\n"
-		"                                 it (default: number of CPUs)"},
-	{NULL, "skip GLPK (local search and the from-scratch plan only)"},
-	{"FILE", "write the output to FILE atomically ('-' = stdout, the default)"},
-	{"FMT", "yaml (default) or json"},
-	{NULL, "show GLPK's own log on stderr"},
-	{NULL, "show this help"},
+		"                                 machine speed only when this fires (status time_limit; default 10)", NULL},
+	{"threads", 'j', "N", "threads of the from-scratch solver; the output does not depend on\n"
+		"                                 it (default: number of CPUs)", NULL},
+	{"no-mip", OPT_NO_MIP, NULL, "skip GLPK (local search and the from-scratch plan only)", NULL},
+	{"output", 'o', "FILE", "write the output to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
+	{"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL},
+	{"help", 'h', NULL, "show this help", NULL},
+	{0},
 };
 
 const struct cli_command_help cmd_replan_help = {
@@ -137,7 +109,6 @@ const struct cli_command_help cmd_replan_help = {
 		"bytes), the busiest-GPU load before and after, the bound, the total bytes and the\n"
 		"estimated transfer time (stderr when the output is stdout).",
 	.options = replan_options,
-	.help = replan_help,
 	.examples =
 		"  moeplan place plans/traces/qwen15moe_bookcorpus.winA.csv --gpus 8 --slots 72 -o old.yaml\n"
 		"  moeplan replan --plan old.yaml --loads plans/traces/qwen15moe_bookcorpus.winB.csv \\\n"
@@ -173,15 +144,10 @@ struct replan_args {
 
 static int parse_args(int argc, char **argv, struct replan_args *a)
 {
-	char shorts[96];
-	cli_short_options(replan_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_replan_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, replan_options, NULL)) != -1) {
-		if (cli_repeated("replan", c, replan_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		switch (c) {
 		case 'p':
 			a->plan = optarg;
@@ -284,13 +250,12 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 		case 'v':
 			a->opts.verbose = true;
 			break;
-		case 'h':
-			cli_print_help(&cmd_replan_help, stdout);
-			return -1;
-		default:
-			fprintf(stderr, "Try 'moeplan replan --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return c == CLI_PARSE_HELP ? -1 : EXIT_USAGE;
 	}
 	if (optind < argc) {
 		return cli_usage("replan", "unexpected argument '%s' (CURRENT and OBSERVED go with "

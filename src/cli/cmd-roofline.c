@@ -15,7 +15,7 @@
 #include "moeplan/widths.h"
 
 enum {
-	OPT_DRAFTER_SLOTS = 256,
+	OPT_DRAFTER_SLOTS = CLI_OPT_LONG,
 	OPT_BANDWIDTH,
 	OPT_ADDITIVE,
 	OPT_COMPARE_EP,
@@ -25,45 +25,25 @@ enum {
 	OPT_MIN_REDUNDANT,
 };
 
-static const struct option roofline_options[] = {
-	{"model", required_argument, NULL, 'm'},
-	{"hardware", required_argument, NULL, 'H'},
-	{"ep", required_argument, NULL, 'e'},
-	{"requests", required_argument, NULL, 'r'},
-	{"tokens-per-request", required_argument, NULL, 'T'},
-	{"slots", required_argument, NULL, 's'},
-	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
-	{"min-redundant", required_argument, NULL, OPT_MIN_REDUNDANT},
-	{"bandwidth", required_argument, NULL, OPT_BANDWIDTH},
-	{"additive", no_argument, NULL, OPT_ADDITIVE},
-	{"compare-ep", required_argument, NULL, OPT_COMPARE_EP},
-	{"measured-step", required_argument, NULL, OPT_MEASURED},
-	{"measured-compare-step", required_argument, NULL, OPT_MEASURED_COMPARE},
-	{"svg", required_argument, NULL, OPT_SVG},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt roofline_options[] = {
+	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
+	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	{"ep", 'e', "N", "EP width (default: the fastest decode width in one scale-up domain at 64 req/GPU)", NULL},
+	{"requests", 'r', "R", "requests per GPU: one operating point (default: a table over 1 to 1024)", NULL},
+	{"tokens-per-request", 'T', "T", "tokens per request per step (default 1 + the drafter's stages)", NULL},
+	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)", NULL},
+	{"drafter-slots", OPT_DRAFTER_SLOTS, "S", "the drafter's slots (default: the same rule on its experts)", NULL},
+	{"min-redundant", OPT_MIN_REDUNDANT, "N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)", NULL},
+	{"bandwidth", OPT_BANDWIDTH, "BW", "HBM bandwidth, e.g. '7.7 TB/s' (default: the hardware's)", NULL},
+	{"additive", OPT_ADDITIVE, NULL, "time = compute + memory per layer instead of max(compute, memory)", NULL},
+	{"compare-ep", OPT_COMPARE_EP, "N", "predict the expert term at EP N too (the article's EP64 -> EP8; default: none)", NULL},
+	{"measured-step", OPT_MEASURED, "MS", "measured step time at --ep in ms: predict the step at --compare-ep (default: none)", NULL},
+	{"measured-compare-step", OPT_MEASURED_COMPARE, "MS", "measured step time at --compare-ep in ms: the prediction's error (default: none)", NULL},
+	{"svg", OPT_SVG, "FILE", "also draw the roofline and tokens per expert per EP width as SVG (default: none)", CLI_COMPLETE_FILE},
+	{"output", 'o', "FILE", "write the table or the point to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help roofline_help[] = {
-	{"M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)"},
-	{"H", "hardware file (hardware/*.yaml) (required)"},
-	{"N", "EP width (default: the fastest decode width in one scale-up domain at 64 req/GPU)"},
-	{"R", "requests per GPU: one operating point (default: a table over 1 to 1024)"},
-	{"T", "tokens per request per step (default 1 + the drafter's stages)"},
-	{"S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)"},
-	{"S", "the drafter's slots (default: the same rule on its experts)"},
-	{"N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)"},
-	{"BW", "HBM bandwidth, e.g. '7.7 TB/s' (default: the hardware's)"},
-	{NULL, "time = compute + memory per layer instead of max(compute, memory)"},
-	{"N", "predict the expert term at EP N too (the article's EP64 -> EP8; default: none)"},
-	{"MS", "measured step time at --ep in ms: predict the step at --compare-ep (default: none)"},
-	{"MS", "measured step time at --compare-ep in ms: the prediction's error (default: none)"},
-	{"FILE", "also draw the roofline and tokens per expert per EP width as SVG (default: none)"},
-	{"FILE", "write the table or the point to FILE, atomically (default '-', stdout)"},
-	{"FMT", "text (default), yaml or json"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_roofline_help = {
@@ -88,7 +68,6 @@ const struct cli_command_help cmd_roofline_help = {
 		"and tokens per expert against requests per GPU for --ep and the widest decode\n"
 		"candidates in the scale-up domain (six curves at most), t* drawn across.",
 	.options = roofline_options,
-	.help = roofline_help,
 	.examples =
 		"  moeplan roofline --model plans/models/deepseek-v4.1-flash.yaml --hardware hardware/gb200-nvl72.yaml --ep 64\n"
 		"  moeplan roofline -m plans/models/deepseek-v4.1-flash.yaml -H hardware/gb200-nvl72.yaml --ep 64 \\\n"
@@ -774,15 +753,10 @@ static int draw_svg(const struct roofline_run *r, const struct mp_ep_width *cand
 /* Parse the command line; -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, struct roofline_args *a)
 {
-	char shorts[64];
-	cli_short_options(roofline_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_roofline_help);
 	int c;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, roofline_options, NULL)) != -1) {
-		if (cli_repeated("roofline", c, roofline_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		bool ok = true;
 		switch (c) {
 		case 'm':
@@ -839,16 +813,15 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 		case 'f':
 			ok = cli_parse_output("roofline", optarg, &a->format);
 			break;
-		case 'h':
-			cli_print_help(&cmd_roofline_help, stdout);
-			return EXIT_OK;
-		default:
-			fprintf(stderr, "Try 'moeplan roofline --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
 		if (!ok) {
 			return EXIT_USAGE;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return cli_parser_status(c);
 	}
 	if (optind < argc) {
 		return cli_usage("roofline", "unexpected argument '%s'", argv[optind]);

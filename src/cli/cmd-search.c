@@ -12,7 +12,7 @@
 #include "moeplan/plots.h"
 
 enum {
-	OPT_GPUS = 256,
+	OPT_GPUS = CLI_OPT_LONG,
 	OPT_RATE,
 	OPT_ISL,
 	OPT_OSL,
@@ -30,52 +30,30 @@ enum {
 	OPT_ACCEPTANCE,
 };
 
-static const struct option search_options[] = {
-	{"gpus", required_argument, NULL, OPT_GPUS},
-	{"request-rate", required_argument, NULL, OPT_RATE},
-	{"isl", required_argument, NULL, OPT_ISL},
-	{"osl", required_argument, NULL, OPT_OSL},
-	{"cached", required_argument, NULL, OPT_CACHED},
-	{"tpot", required_argument, NULL, OPT_TPOT},
-	{"ttft", required_argument, NULL, OPT_TTFT},
-	{"acceptance", required_argument, NULL, OPT_ACCEPTANCE},
-	{"batches", required_argument, NULL, OPT_BATCHES},
-	{"format", required_argument, NULL, 'f'},
-	{"output", required_argument, NULL, 'o'},
-	{"svg", required_argument, NULL, OPT_SVG},
-	{"report", required_argument, NULL, OPT_REPORT},
-	{"no-placement", no_argument, NULL, OPT_NO_PLACEMENT},
-	{"time-limit", required_argument, NULL, OPT_TIME_LIMIT},
-	{"threads", required_argument, NULL, OPT_THREADS},
-	{"export", required_argument, NULL, OPT_EXPORT},
-	{"export-output", required_argument, NULL, OPT_EXPORT_OUTPUT},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt search_options[] = {
+	{"gpus", OPT_GPUS, "N", "GPU budget of both pools together (default: the scenario's search.gpus)", NULL},
+	{"request-rate", OPT_RATE, "R", "size the pools for R requests/s instead of a budget (default: search.request_rate)", NULL},
+	{"isl", OPT_ISL, "L", "mean prompt tokens per request (default: search.isl, else the prefill phase's isl, else 4096)", NULL},
+	{"osl", OPT_OSL, "L", "mean output tokens per request (default: search.osl, else the decode phase's osl, else 1024)", NULL},
+	{"cached", OPT_CACHED, "F", "fraction of prompt tokens served from a prefix cache, [0, 1) (default 0)", NULL},
+	{"tpot", OPT_TPOT, "T", "decode target: time per output token, e.g. '50 ms' (default: search.tpot, else decode slo.tpot)", NULL},
+	{"ttft", OPT_TTFT, "T", "prefill target: time to first token, e.g. '2 s' (default: search.ttft, else prefill slo.ttft)", NULL},
+	{"acceptance", OPT_ACCEPTANCE, "A", "decode: fraction of drafted tokens accepted, [0, 1] (default: search.acceptance,\n"
+		"                                 else the decode phase's acceptance, else 0.75 with a drafter)", NULL},
+	{"batches", OPT_BATCHES, "GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
+		"                                 prefill every 1,024-token chunk)", NULL},
+	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
+	{"output", 'o', "FILE", "write the result to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
+	{"svg", OPT_SVG, "FILE", "draw the decode Pareto front (SVG) to FILE (default: none)", CLI_COMPLETE_FILE},
+	{"report", OPT_REPORT, "FILE.md", "a Markdown report with both fronts and the pools bar next to it (default: none)", CLI_COMPLETE_FILE},
+	{"no-placement", OPT_NO_PLACEMENT, NULL, "skip placement in the loop and the chosen widths' placements (factor 1)", NULL},
+	{"time-limit", OPT_TIME_LIMIT, "SECONDS", "wall-clock safety limit of each placement run (default: the scenario's)", NULL},
+	{"threads", OPT_THREADS, "N", "solver threads (default: number of CPUs; results do not depend on it)", NULL},
+	{"export", OPT_EXPORT, "ENGINE", "write the chosen decode placement as an sglang map (--init-expert-location JSON)\n"
+		"                                 to -o instead of the result, or to --export-output (default: none)", "sglang"},
+	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the result to -o (default: none)", CLI_COMPLETE_FILE},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help search_help[] = {
-	{"N", "GPU budget of both pools together (default: the scenario's search.gpus)"},
-	{"R", "size the pools for R requests/s instead of a budget (default: search.request_rate)"},
-	{"L", "mean prompt tokens per request (default: search.isl, else the prefill phase's isl, else 4096)"},
-	{"L", "mean output tokens per request (default: search.osl, else the decode phase's osl, else 1024)"},
-	{"F", "fraction of prompt tokens served from a prefix cache, [0, 1) (default 0)"},
-	{"T", "decode target: time per output token, e.g. '50 ms' (default: search.tpot, else decode slo.tpot)"},
-	{"T", "prefill target: time to first token, e.g. '2 s' (default: search.ttft, else prefill slo.ttft)"},
-	{"A", "decode: fraction of drafted tokens accepted, [0, 1] (default: search.acceptance,\n"
-	      "                                 else the decode phase's acceptance, else 0.75 with a drafter)"},
-	{"GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
-		 "                                 prefill every 1,024-token chunk)"},
-	{"FMT", "text (default), yaml or json"},
-	{"FILE", "write the result to FILE atomically ('-' = stdout, the default)"},
-	{"FILE", "draw the decode Pareto front (SVG) to FILE (default: none)"},
-	{"FILE.md", "a Markdown report with both fronts and the pools bar next to it (default: none)"},
-	{NULL, "skip placement in the loop and the chosen widths' placements (factor 1)"},
-	{"SECONDS", "wall-clock safety limit of each placement run (default: the scenario's)"},
-	{"N", "solver threads (default: number of CPUs; results do not depend on it)"},
-	{"ENGINE", "write the chosen decode placement as an sglang map (--init-expert-location JSON)\n"
-		   "                                 to -o instead of the result, or to --export-output (default: none)"},
-	{"FILE.json", "with --export: the engine map goes to FILE.json and the result to -o (default: none)"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_search_help = {
@@ -96,7 +74,6 @@ const struct cli_command_help cmd_search_help = {
 		"balanced placement bounds it). Settings come from the scenario's `search:` block;\n"
 		"options override them.",
 	.options = search_options,
-	.help = search_help,
 	.examples =
 		"  moeplan search plans/deepseek-v3-day.yaml\n"
 		"  moeplan search plans/default.yaml --gpus 144 --isl 8192 --osl 1024 --tpot '50 ms' --svg front.svg\n",
@@ -305,16 +282,11 @@ struct args {
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	char shorts[64];
-	cli_short_options(search_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_search_help);
 	int c;
 	bool ok = true;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while (ok && (c = getopt_long(argc, argv, shorts, search_options, NULL)) != -1) {
-		if (cli_repeated("search", c, search_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while (ok && (c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		switch (c) {
 		case OPT_GPUS:
 			ok = cli_parse_u32("search", "gpus", optarg, 1, 65536, &a->cli.gpus);
@@ -388,13 +360,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_EXPORT_OUTPUT:
 			a->export_output = optarg;
 			break;
-		case 'h':
-			cli_print_help(&cmd_search_help, stdout);
-			return -1;
-		default:
-			fprintf(stderr, "Try 'moeplan search --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
+	}
+	if (c == CLI_PARSE_HELP || c == CLI_PARSE_ERROR) {
+		return c == CLI_PARSE_HELP ? -1 : EXIT_USAGE;
 	}
 	if (!ok) {
 		return EXIT_USAGE;

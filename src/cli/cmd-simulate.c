@@ -12,45 +12,26 @@
 
 /* No short options for these: -n is --gpus-per-node and -S --split in
  * the other commands. */
-enum { OPT_STEPS = 256, OPT_SEED };
+enum { OPT_STEPS = CLI_OPT_LONG, OPT_SEED };
 
-static const struct option simulate_options[] = {
-	{"plan", required_argument, NULL, 'p'},
-	{"phase", required_argument, NULL, 'P'},
-	{"model", required_argument, NULL, 'm'},
-	{"ep", required_argument, NULL, 'e'},
-	{"slots", required_argument, NULL, 's'},
-	{"loads", required_argument, NULL, 'l'},
-	{"top-k", required_argument, NULL, 'k'},
-	{"requests", required_argument, NULL, 'r'},
-	{"tokens-per-request", required_argument, NULL, 'T'},
-	{"steps", required_argument, NULL, OPT_STEPS},
-	{"seed", required_argument, NULL, OPT_SEED},
-	{"prefer-local", no_argument, NULL, 'L'},
-	{"threads", required_argument, NULL, 'j'},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt simulate_options[] = {
+	{"plan", 'p', "PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: made from --ep and --slots)", CLI_COMPLETE_FILE},
+	{"phase", 'P', "PHASE", "phase of a full plan: decode (default), prefill", "decode prefill"},
+	{"model", 'm', "MODEL", "model file: experts and top-k (default: none)", CLI_COMPLETE_INPUT},
+	{"ep", 'e', "N", "EP width; with --plan, GPUs of a bare map (required without --plan)", NULL},
+	{"slots", 's', "S", "physical slots per layer in all, a multiple of N, as in place/fit/roofline (default: E rounded up to a multiple of N)", NULL},
+	{"loads", 'l', "LOADS", "popularity per layer (default uniform)", CLI_COMPLETE_FILE},
+	{"top-k", 'k', "K", "experts per token (default: the model's)", NULL},
+	{"requests", 'r', "R", "requests per GPU per step (required)", NULL},
+	{"tokens-per-request", 'T', "T", "tokens per request per step (default 1 + the model's drafter stages, else 1)", NULL},
+	{"steps", OPT_STEPS, "N", "routing samples (default 10000)", NULL},
+	{"seed", OPT_SEED, "SEED", "random seed, 0 to 2^63-1 (default 1)", NULL},
+	{"prefer-local", 'L', NULL, "use a replica on the sending GPU if it has one", NULL},
+	{"threads", 'j', "N", "worker threads (default: CPUs; same results)", NULL},
+	{"output", 'o', "FILE", "write the report to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help simulate_help[] = {
-	{"PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: made from --ep and --slots)"},
-	{"PHASE", "phase of a full plan: decode (default), prefill"},
-	{"MODEL", "model file: experts and top-k (default: none)"},
-	{"N", "EP width; with --plan, GPUs of a bare map (required without --plan)"},
-	{"S", "physical slots per layer in all, a multiple of N, as in place/fit/roofline (default: E rounded up to a multiple of N)"},
-	{"LOADS", "popularity per layer (default uniform)"},
-	{"K", "experts per token (default: the model's)"},
-	{"R", "requests per GPU per step (required)"},
-	{"T", "tokens per request per step (default 1 + the model's drafter stages, else 1)"},
-	{"N", "routing samples (default 10000)"},
-	{"SEED", "random seed, 0 to 2^63-1 (default 1)"},
-	{NULL, "use a replica on the sending GPU if it has one"},
-	{"N", "worker threads (default: CPUs; same results)"},
-	{"FILE", "write the report to FILE, atomically (default '-', stdout)"},
-	{"FMT", "yaml (default) or json"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_simulate_help = {
@@ -73,7 +54,6 @@ const struct cli_command_help cmd_simulate_help = {
 		"--top-k (and --loads for the expert count). Random numbers: xoshiro256** seeded by SplitMix64; results do\n"
 		"not depend on --threads.",
 	.options = simulate_options,
-	.help = simulate_help,
 	.examples =
 		"  moeplan simulate --model plans/models/deepseek-v4.1-flash.yaml --ep 64 --requests 8 \\\n"
 		"      --tokens-per-request 4\n"
@@ -117,16 +97,11 @@ static bool parse_seed(const char *text, uint64_t *out)
 /* Parse the command line; returns -1 to go on, else an exit code. */
 static int parse_args(int argc, char **argv, struct simulate_args *a)
 {
-	char shorts[64];
-	cli_short_options(simulate_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_simulate_help);
 	int c;
 	uint32_t threads = 0;
-	unsigned char seen[CLI_SEEN_SIZE] = {0};
-	while ((c = getopt_long(argc, argv, shorts, simulate_options, NULL)) != -1) {
-		if (cli_repeated("simulate", c, simulate_options, seen)) {
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		bool ok = true;
 		switch (c) {
 		case 'p':
@@ -180,16 +155,15 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 		case 'f':
 			ok = cli_parse_format("simulate", optarg, &a->json);
 			break;
-		case 'h':
-			cli_print_help(&cmd_simulate_help, stdout);
-			return EXIT_OK;
-		default:
-			fprintf(stderr, "Try 'moeplan simulate --help'.\n");
-			return EXIT_USAGE;
+		default: /* every id of the table has its case above */
+			break;
 		}
 		if (!ok) {
 			return EXIT_USAGE;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return cli_parser_status(c);
 	}
 	if (optind < argc) {
 		return cli_usage("simulate", "unexpected argument '%s'", argv[optind]);

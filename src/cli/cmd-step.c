@@ -15,7 +15,7 @@
 #include "moeplan/traffic.h"
 
 enum {
-	OPT_PHASE = 256,
+	OPT_PHASE = CLI_OPT_LONG,
 	OPT_NODES_OF,
 	OPT_ACCEPTANCE,
 	OPT_CHUNK,
@@ -32,63 +32,35 @@ enum {
 	OPT_MIN_REDUNDANT,
 };
 
-static const struct option step_options[] = {
-	{"model", required_argument, NULL, 'm'},
-	{"hardware", required_argument, NULL, 'H'},
-	{"phase", required_argument, NULL, OPT_PHASE},
-	{"ep", required_argument, NULL, 'e'},
-	{"nodes-of", required_argument, NULL, OPT_NODES_OF},
-	{"requests", required_argument, NULL, 'r'},
-	{"context", required_argument, NULL, 'c'},
-	{"tokens-per-request", required_argument, NULL, 'T'},
-	{"acceptance", required_argument, NULL, OPT_ACCEPTANCE},
-	{"chunk-tokens", required_argument, NULL, OPT_CHUNK},
-	{"prefix", required_argument, NULL, OPT_PREFIX},
-	{"overlap", required_argument, NULL, OPT_OVERLAP},
-	{"attention", required_argument, NULL, OPT_ATTENTION},
-	{"kernel", required_argument, NULL, OPT_KERNEL},
-	{"slots", required_argument, NULL, 's'},
-	{"drafter-slots", required_argument, NULL, OPT_DRAFTER_SLOTS},
-	{"min-redundant", required_argument, NULL, OPT_MIN_REDUNDANT},
-	{"busiest", required_argument, NULL, OPT_BUSIEST},
-	{"measured-step", required_argument, NULL, OPT_MEASURED},
-	{"measured-tokens-per-s", required_argument, NULL, OPT_MEASURED_TPS},
-	{"calibrate", required_argument, NULL, OPT_CALIBRATE},
-	{"predict-ep", required_argument, NULL, OPT_PREDICT_EP},
-	{"output", required_argument, NULL, 'o'},
-	{"format", required_argument, NULL, 'f'},
-	{"help", no_argument, NULL, 'h'},
+static const struct cli_opt step_options[] = {
+	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
+	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	{"phase", OPT_PHASE, "PHASE", "decode (default) or prefill", "decode prefill"},
+	{"ep", 'e', "N", "EP width (required); may span several scale-up domains", NULL},
+	{"nodes-of", OPT_NODES_OF, "G", "GPUs per scale-up domain (default: the hardware's scale_up_domain_gpus)", NULL},
+	{"requests", 'r', "R", "decode: concurrent requests per GPU (required); prefill: prompts per chunk "
+		"(default ceil(chunk / context))", NULL},
+	{"context", 'c', "C", "decode: mean KV length per request; prefill: the prompt length (required)", NULL},
+	{"tokens-per-request", 'T', "T", "decode: tokens per request per step, 1 + drafted (default 1 + drafter stages)", NULL},
+	{"acceptance", OPT_ACCEPTANCE, "A", "fraction of drafted tokens accepted, 0..1 (default 0.75 with a drafter, DeepSeek's "
+		"convention in the seed article; 0 without)", NULL},
+	{"chunk-tokens", OPT_CHUNK, "T", "prefill: tokens per GPU per step (default 16384, DeepSeek's profile)", NULL},
+	{"prefix", OPT_PREFIX, "P", "prefill: cached prefix tokens each prompt starts from (default 0)", NULL},
+	{"overlap", OPT_OVERLAP, "MODE", "none (default), two_batch or full: how dispatch/combine overlap compute", NULL},
+	{"attention", OPT_ATTENTION, "dp|tp:N", "attention data-parallel (default) or tensor-parallel over N GPUs", NULL},
+	{"kernel", OPT_KERNEL, "K", "auto (default: low_latency decode, normal prefill), low_latency or normal", NULL},
+	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)", NULL},
+	{"drafter-slots", OPT_DRAFTER_SLOTS, "S", "the drafter's slots (default: the same rule on its experts)", NULL},
+	{"min-redundant", OPT_MIN_REDUNDANT, "N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)", NULL},
+	{"busiest", OPT_BUSIEST, "F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)", NULL},
+	{"measured-step", OPT_MEASURED, "TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)", NULL},
+	{"measured-tokens-per-s", OPT_MEASURED_TPS, "X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)", NULL},
+	{"calibrate", OPT_CALIBRATE, "FACTOR", "step_overhead (default), hbm, gemm or exchange_latency: what to calibrate", NULL},
+	{"predict-ep", OPT_PREDICT_EP, "N,...", "with a measurement: predict these EP widths with the calibrated factor (default: none)", NULL},
+	{"output", 'o', "FILE", "write the result to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
+	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
+	{"help", 'h', NULL, "show this help", NULL},
 	{0},
-};
-
-static const struct cli_option_help step_help[] = {
-	{"M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)"},
-	{"H", "hardware file (hardware/*.yaml) (required)"},
-	{"PHASE", "decode (default) or prefill"},
-	{"N", "EP width (required); may span several scale-up domains"},
-	{"G", "GPUs per scale-up domain (default: the hardware's scale_up_domain_gpus)"},
-	{"R", "decode: concurrent requests per GPU (required); prefill: prompts per chunk "
-	      "(default ceil(chunk / context))"},
-	{"C", "decode: mean KV length per request; prefill: the prompt length (required)"},
-	{"T", "decode: tokens per request per step, 1 + drafted (default 1 + drafter stages)"},
-	{"A", "fraction of drafted tokens accepted, 0..1 (default 0.75 with a drafter, DeepSeek's "
-	      "convention in the seed article; 0 without)"},
-	{"T", "prefill: tokens per GPU per step (default 16384, DeepSeek's profile)"},
-	{"P", "prefill: cached prefix tokens each prompt starts from (default 0)"},
-	{"MODE", "none (default), two_batch or full: how dispatch/combine overlap compute"},
-	{"dp|tp:N", "attention data-parallel (default) or tensor-parallel over N GPUs"},
-	{"K", "auto (default: low_latency decode, normal prefill), low_latency or normal"},
-	{"S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)"},
-	{"S", "the drafter's slots (default: the same rule on its experts)"},
-	{"N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)"},
-	{"F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)"},
-	{"TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)"},
-	{"X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)"},
-	{"FACTOR", "step_overhead (default), hbm, gemm or exchange_latency: what to calibrate"},
-	{"N,...", "with a measurement: predict these EP widths with the calibrated factor (default: none)"},
-	{"FILE", "write the result to FILE, atomically (default '-', stdout)"},
-	{"FMT", "text (default), yaml or json"},
-	{NULL, "show this help"},
 };
 
 const struct cli_command_help cmd_step_help = {
@@ -108,7 +80,6 @@ const struct cli_command_help cmd_step_help = {
 		"(README, 'Serving step'). With --measured-step, one factor is solved from the\n"
 		"measurement and --predict-ep widths are predicted with it.",
 	.options = step_options,
-	.help = step_help,
 	.examples =
 		"  moeplan step -m plans/models/deepseek-v3.yaml -H hardware/hgx-h800.yaml --phase decode \\\n"
 		"      --ep 144 -r 64 -c 4989 --tokens-per-request 2 --acceptance 0.8\n"
@@ -498,22 +469,16 @@ int cmd_step(int argc, char **argv)
 		.busiest = 1.0,
 		.min_redundant = MP_MIN_REDUNDANT_AUTO,
 	};
-	char shorts[64];
-	cli_short_options(step_options, shorts, sizeof(shorts));
-	optind = 1;
+	struct cli_parser parser;
+	cli_parser_init(&parser, &cmd_step_help);
 	int c;
-	while ((c = getopt_long(argc, argv, shorts, step_options, NULL)) != -1) {
-		if (c == 'h') {
-			cli_print_help(&cmd_step_help, stdout);
-			return EXIT_OK;
-		}
-		if (c == '?' || c == ':') {
-			fprintf(stderr, "Try 'moeplan step --help'.\n");
-			return EXIT_USAGE;
-		}
+	while ((c = cli_parser_next(&parser, argc, argv)) >= 0) {
 		if (!parse_one(c, &a)) {
 			return EXIT_USAGE;
 		}
+	}
+	if (c != CLI_PARSE_END) {
+		return cli_parser_status(c);
 	}
 	if (optind < argc) {
 		return cli_usage("step", "unexpected argument '%s'", argv[optind]);

@@ -91,6 +91,19 @@ int main(int argc, char **argv)
 		printf("moeplan %s\n", MOEPLAN_VERSION);
 		return EXIT_OK;
 	}
+	/* Hidden: what the build and tests/cli-docs.py read from the tables. */
+	if (strcmp(name, "--dump-completion") == 0 || strcmp(name, "--dump-options") == 0) {
+		const struct cli_command_help *helps[sizeof(commands) / sizeof(commands[0])];
+		for (size_t i = 0; i < n_commands; i++) {
+			helps[i] = commands[i].help;
+		}
+		if (strcmp(name, "--dump-completion") == 0) {
+			cli_write_completion(helps, n_commands, stdout);
+		} else {
+			cli_write_options(helps, n_commands, stdout);
+		}
+		return fflush(stdout) == 0 ? EXIT_OK : EXIT_INPUT;
+	}
 	if (strcmp(name, "help") == 0) {
 		if (argc < 3) {
 			print_main_help(stdout);
