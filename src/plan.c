@@ -124,9 +124,9 @@ static int cmp_time(const void *a, const void *b)
  * mp_widths_rank_time). Factors are estimated in order of time per token
  * at factor 1 and stop once a width's time alone (factor >= 1) exceeds
  * the best predicted time: those cannot win. */
-static int rank_with_factors(const struct mp_model *model, const struct mp_loads *loads,
-			     const struct mp_place_options *place, uint32_t steps,
-			     struct mp_widths *widths)
+static int rank_with_factors(const struct mp_model *model, const struct mp_phase_spec *spec,
+			     const struct mp_loads *loads, const struct mp_place_options *place,
+			     uint32_t steps, struct mp_widths *widths)
 {
 	size_t n = 0;
 	struct mp_width_candidate **order = calloc(widths->count ? widths->count : 1, sizeof(*order));
@@ -149,8 +149,11 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_loads
 		double factor = 1.0;
 		rc = width_factor(model, loads, order[i], place, steps, &factor);
 		if (rc == 0) {
-			order[i]->busiest_factor = factor;
-			best = fmin(best, mp_widths_rank_time(order[i], factor));
+			rc = mp_widths_apply_factor(model, spec, MP_PHASE_DECODE, NULL, NULL, factor,
+						    order[i]);
+		}
+		if (rc == 0 && order[i]->passes) {
+			best = fmin(best, order[i]->rank_time_s);
 		}
 	}
 	free(order);
@@ -175,12 +178,7 @@ static int place_pick(const struct mp_scenario *sc, const struct mp_plan_options
 	out->redundant = pick->width.slots - model->routed_experts;
 	out->tokens_per_gpu = pick->tokens_per_gpu;
 	out->hbm = pick->hbm;
-	struct mp_ep_width width = pick->width;
-	int rc = mp_roofline_point(model, &spec->hardware, NULL, &width, out->tokens_per_gpu, &out->roofline);
-	if (rc) {
-		return rc;
-	}
-
+	int rc;
 	if (place.gpus_per_node == 0 && spec->hardware.gpus_per_node > 0 &&
 	    out->ep % spec->hardware.gpus_per_node == 0) {
 		place.gpus_per_node = spec->hardware.gpus_per_node;
@@ -209,15 +207,30 @@ static int place_pick(const struct mp_scenario *sc, const struct mp_plan_options
 		return rc;
 	}
 	out->busiest_factor = factor;
-	out->step_expert_s = out->roofline.time_s * factor;
-	/* The whole step at the pick, with the plan's busiest GPU. */
+	return 0;
+}
+
+/* The phase's figures at its final pick, from the pick's own evaluation
+ * at the plan's busiest-GPU factor (mp_widths_apply_factor): one
+ * evaluation behind the widths' reasons, the phase's step and the report. */
+static int fill_pick(const struct mp_scenario *sc, bool prefill, struct mp_phase_plan *out)
+{
+	const struct mp_phase_spec *spec = prefill ? &sc->prefill : &sc->decode;
+	const struct mp_width_candidate *pick = &out->widths.items[out->widths.chosen];
+	struct mp_ep_width width = pick->width;
+	out->tokens_per_gpu = pick->tokens_per_gpu;
+	out->hbm = pick->hbm;
 	out->requests = pick->requests;
-	struct mp_step_input si;
-	mp_widths_step_input(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, &width,
-			     pick->requests, &si);
-	si.busiest_factor = factor;
-	out->has_step = pick->has_step &&
-			mp_step_evaluate(model, &spec->hardware, &si, &out->step) == 0;
+	int rc = mp_roofline_point(&sc->model, &spec->hardware, NULL, &width, out->tokens_per_gpu,
+				   &out->roofline);
+	if (rc) {
+		return rc;
+	}
+	out->step_expert_s = out->roofline.time_s * out->busiest_factor;
+	out->has_step = pick->has_step;
+	if (pick->has_step) {
+		out->step = pick->step;
+	}
 	return 0;
 }
 
@@ -251,7 +264,7 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 		place.time_limit_s = sc->time_limit_s;
 	}
 	if (rc == 0 && !prefill) {
-		rc = rank_with_factors(model, loads, &place, opts->width_steps, widths);
+		rc = rank_with_factors(model, spec, loads, &place, opts->width_steps, widths);
 	}
 	if (rc) {
 		return rc;
@@ -269,15 +282,17 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 			return rc;
 		}
 		struct mp_width_candidate *pick = &widths->items[chosen];
-		pick->busiest_factor = out->busiest_factor;
-		if (round >= widths->count) {
-			pick->predicted_time_s = pick->expert_time_s * pick->busiest_factor;
-			pick->rank_time_s = mp_widths_rank_time(pick, pick->busiest_factor);
-			return 0;
+		rc = mp_widths_apply_factor(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE,
+					    NULL, NULL, out->busiest_factor, pick);
+		if (rc == 0) {
+			rc = mp_widths_rerank(widths);
 		}
-		rc = mp_widths_rerank(widths);
-		if (rc || widths->chosen == chosen) {
+		if (rc) {
 			return rc;
+		}
+		if (round >= widths->count || widths->chosen == chosen) {
+			widths->chosen = chosen;
+			return fill_pick(sc, prefill, out);
 		}
 		mp_placement_finish(&out->placement);
 		mp_placement_init(&out->placement);

@@ -515,6 +515,7 @@ static struct mp_step_term exchange_term(const struct ctx *c, double share, bool
 		return r;
 	}
 	double t = tokens_per_gpu(c, share);
+	const double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
 	double out_bw = c->eff.scale_out * c->hw->scale_out_bw_bytes_per_s;
 	double up_bw = c->eff.scale_up * c->hw->scale_up_bw_bytes_per_s;
 	struct {
@@ -531,6 +532,14 @@ static struct mp_step_term exchange_term(const struct ctx *c, double share, bool
 		}
 		double om, um;
 		exchange_msgs(c, parts[i].top_k, t, &om, &um);
+		/* The busiest GPU receives f times the mean visits in dispatch
+		 * and sends them back in combine; a low-latency exchange ends
+		 * when it is done (every visit crosses to its expert's GPU). A
+		 * normal exchange crosses the network once per node (node
+		 * imbalance is the placement's node balance, not f): only its
+		 * NVLink fan-out to the busiest GPU scales. */
+		om *= c->kernel == MP_KERNEL_LOW_LATENCY ? f : 1.0;
+		um *= f;
 		double msg = dispatch ? dispatch_msg(m, parts[i].hidden) : combine_msg(m, parts[i].hidden);
 		double n = (double)parts[i].layers;
 		double ob = om * msg, ub = um * msg;

@@ -229,7 +229,10 @@ double mp_widths_rank_time(const struct mp_width_candidate *c, double factor)
 	double pool = c->pool_fraction > 0.0 ? c->pool_fraction : 1.0;
 	if (c->has_step) {
 		const struct mp_step *s = &c->step;
-		double t = s->step_time_s + (f - 1.0) * s->terms[MP_TERM_ROUTED].time_s;
+		/* Exact at the factor the step was evaluated at; otherwise
+		 * the routed term is rescaled and taken as exposed. */
+		double at = c->step_factor > 1.0 ? c->step_factor : 1.0;
+		double t = s->step_time_s + (f / at - 1.0) * s->terms[MP_TERM_ROUTED].time_s;
 		return s->accepted_tokens_per_step > 0.0 ? t / s->accepted_tokens_per_step / pool
 							  : HUGE_VAL;
 	}
@@ -239,11 +242,12 @@ double mp_widths_rank_time(const struct mp_width_candidate *c, double factor)
 
 /* The step at `requests`; false when the step model cannot run. */
 static bool step_at(const struct mp_model *model, const struct mp_phase_spec *phase,
-		    enum mp_phase_kind kind, const struct mp_ep_width *w, double requests,
-		    struct mp_step *out)
+		    enum mp_phase_kind kind, const struct mp_ep_width *w, double factor,
+		    double requests, struct mp_step *out)
 {
 	struct mp_step_input in;
 	mp_widths_step_input(model, phase, kind, w, requests, &in);
+	in.busiest_factor = factor;
 	return mp_step_evaluate(model, &phase->hardware, &in, out) == 0;
 }
 
@@ -254,7 +258,9 @@ static void choose_batch(const struct mp_model *model, const struct mp_phase_spe
 			 struct mp_width_candidate *c)
 {
 	const struct mp_ep_width *w = &c->width;
+	const double f = c->busiest_factor;
 	bool decode = kind == MP_PHASE_DECODE;
+	c->step_factor = f;
 	if (decode) {
 		struct mp_step_input si;
 		mp_widths_step_input(model, phase, kind, w, 1.0, &si);
@@ -267,7 +273,7 @@ static void choose_batch(const struct mp_model *model, const struct mp_phase_spe
 			return; /* not even one request fits: the HBM verdict says so */
 		}
 	}
-	c->has_step = step_at(model, phase, kind, w, c->requests, &c->step);
+	c->has_step = step_at(model, phase, kind, w, f, c->requests, &c->step);
 	if (!c->has_step) {
 		return;
 	}
@@ -279,7 +285,7 @@ static void choose_batch(const struct mp_model *model, const struct mp_phase_spe
 		/* The largest batch in [1, requests] whose TPOT meets the target:
 		 * the step grows with the batch. */
 		struct mp_step s;
-		if (!step_at(model, phase, kind, w, 1.0, &s) || s.tpot_s > phase->slo_tpot_s) {
+		if (!step_at(model, phase, kind, w, f, 1.0, &s) || s.tpot_s > phase->slo_tpot_s) {
 			c->misses_slo = true;
 			c->requests = 1.0;
 			c->step = s;
@@ -288,11 +294,11 @@ static void choose_batch(const struct mp_model *model, const struct mp_phase_spe
 		double lo = 1.0, hi = c->requests;
 		while (hi - lo > 1.0) {
 			double mid = floor((lo + hi) / 2.0);
-			bool ok = step_at(model, phase, kind, w, mid, &s) && s.tpot_s <= phase->slo_tpot_s;
+			bool ok = step_at(model, phase, kind, w, f, mid, &s) && s.tpot_s <= phase->slo_tpot_s;
 			*(ok ? &lo : &hi) = mid;
 		}
 		c->requests = lo;
-		step_at(model, phase, kind, w, lo, &c->step);
+		step_at(model, phase, kind, w, f, lo, &c->step);
 	}
 	if (!decode && phase->slo_ttft_s > 0.0 && c->step.ttft_s > phase->slo_ttft_s) {
 		c->misses_slo = true;
@@ -362,13 +368,12 @@ static bool evaluate(const struct mp_model *model, const struct mp_phase_spec *p
 	c->expert_time_s = p.time_s;
 	c->tokens_per_s_per_gpu = c->has_step ? c->step.tokens_per_s_per_gpu
 					      : (p.time_s > 0.0 ? b / p.time_s : 0.0);
-	c->busiest_factor = 1.0;
-	c->predicted_time_s = p.time_s;
+	c->predicted_time_s = p.time_s * c->busiest_factor;
 	c->pool_fraction = 1.0;
 	if (phase->gpus && w.ep <= phase->gpus) {
 		c->pool_fraction = (double)(phase->gpus / w.ep * w.ep) / (double)phase->gpus;
 	}
-	c->rank_time_s = mp_widths_rank_time(c, 1.0);
+	c->rank_time_s = mp_widths_rank_time(c, c->busiest_factor);
 	return true;
 }
 
@@ -673,6 +678,23 @@ static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum 
 	return best;
 }
 
+int mp_widths_apply_factor(const struct mp_model *model, const struct mp_phase_spec *phase,
+			   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			   const struct mp_roofline_options *roof_opts, double factor,
+			   struct mp_width_candidate *c)
+{
+	if (!(factor >= 1.0) || !isfinite(factor)) {
+		return MP_EINVAL;
+	}
+	/* Judge the width afresh with the factor: its batch (slo.tpot may
+	 * now bind), HBM at that batch, the whole step, the rules. */
+	*c = (struct mp_width_candidate){.width.ep = c->width.ep, .busiest_factor = factor};
+	evaluate(model, phase, kind, cap_opts, roof_opts, c);
+	judge_rules(model, phase, kind, cap_opts, phase_limit(phase, kind), c);
+	c->passes = c->reason[0] == '\0';
+	return 0;
+}
+
 int mp_widths_rerank(struct mp_widths *widths)
 {
 	for (size_t i = 0; i < widths->count; i++) {
@@ -732,6 +754,7 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
 	for (size_t i = 0; i < n; i++) {
 		struct mp_width_candidate *c = &items[i];
 		c->width.ep = list[i];
+		c->busiest_factor = 1.0;
 		evaluate(model, phase, kind, cap_opts, roof_opts, c);
 		judge_rules(model, phase, kind, cap_opts, limit, c);
 		c->passes = c->reason[0] == '\0';

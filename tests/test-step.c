@@ -248,6 +248,45 @@ static void step__exchange_bytes_per_kernel_model(void **state)
 	mp_model_finish(&m);
 }
 
+/* The busiest GPU (busiest_factor f) receives f times the mean visits in
+ * dispatch and returns them in combine. Low-latency kernels send every
+ * visit to its expert's GPU: both links carry f x the bytes above.
+ * Normal kernels cross the network once per destination node (node
+ * balance is not f): only the NVLink fan-out scales. Hand values: the
+ * same shapes as step__exchange_bytes_per_kernel_model, f = 1.25. */
+static void step__busiest_gpu_scales_what_it_receives(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	v3(&m);
+	h800(&hw);
+	struct mp_step s;
+	struct mp_step_input in = decode_input(144, 288, 128, 1000);
+	in.kernel = MP_KERNEL_LOW_LATENCY;
+	in.busiest_factor = 1.25;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &s), 0);
+	double ll_d = 1.25 * 128.0 * 8.0 * (136.0 + 7.0) / 144.0 * 7392.0;
+	assert_near(s.terms[MP_TERM_DISPATCH].bytes, 58.0 * ll_d, 1e-3);
+	/* Time: 28 us + the network part, 1.25 x 128 x 8 x 136 / 144 msgs of
+	 * 7,392 B at 0.88 x 50 GB/s (it exceeds the NVLink part). */
+	double net = 1.25 * 128.0 * 8.0 * 136.0 / 144.0 * 7392.0 / (0.88 * 50e9);
+	assert_near(s.terms[MP_TERM_DISPATCH].time_s, 58.0 * (28e-6 + net), 1e-9);
+
+	struct mp_step_input p;
+	mp_step_input_init(&p);
+	p.phase = MP_STEP_PREFILL;
+	p.width = (struct mp_ep_width){.ep = 32, .slots = 288};
+	p.chunk_tokens = 4096;
+	p.isl = 4096;
+	p.busiest_factor = 1.25;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &p, &s), 0);
+	double r = 4.0 * (1.0 - pow(0.75, 8.0)) * 3.0 / 4.0;
+	double up = 32.0 * (1.0 - pow(31.0 / 32.0, 8.0)) * 7.0 / 8.0;
+	assert_near(s.terms[MP_TERM_DISPATCH].bytes, 58.0 * 4096.0 * (r + 1.25 * up) * 7392.0, 1.0);
+	mp_model_finish(&m);
+}
+
 /* One MoE layer of DeepSeek-V3's shape and nothing else, to time a
  * single dispatch or combine kernel as DeepEP's tests do. */
 static void one_layer(struct mp_model *m)
@@ -679,6 +718,22 @@ static void step__plan_accepts_deepseek_h800(void **state)
 	assert_null(strstr(r.out, "e+03 ms"));
 	print_message("decode chose EP%d (published EP144); EP144's verdict: %.9s\n",
 		      (int)json_number(decode, "ep"), verdict);
+	/* One evaluation behind the pick: the chosen width's reason quotes
+	 * the phase's own step (it once quoted 3,883 tokens/s per GPU from a
+	 * linear correction while the phase's step said 3,958). */
+	const char *chosen = strstr(decode, "\"verdict\": \"chosen\"");
+	assert_non_null(chosen);
+	const char *reason = strstr(chosen, "\"reason\": \"");
+	assert_non_null(reason);
+	reason = strchr(reason + strlen("\"reason\": \""), ':');
+	assert_non_null(reason);
+	double quoted = strtod(reason + 1, NULL);
+	const char *step = strstr(decode, "\"step\": {");
+	assert_non_null(step);
+	double tps = json_number(step, "tokens_per_s_per_gpu");
+	print_message("chosen width's reason: %.4g output tokens/s per GPU; phase step: %.6g\n", quoted,
+		      tps);
+	assert_true(fabs(quoted - tps) <= 0.5e-3 * tps + 0.5);
 	cli_result_free(&r);
 }
 
@@ -688,6 +743,7 @@ int main(void)
 		cmocka_unit_test(step__kv_bytes_per_decode_step),
 		cmocka_unit_test(step__touched_expert_bytes_at_small_batch),
 		cmocka_unit_test(step__exchange_bytes_per_kernel_model),
+		cmocka_unit_test(step__busiest_gpu_scales_what_it_receives),
 		cmocka_unit_test(step__deepep_low_latency_table),
 		cmocka_unit_test(step__deepep_normal_table),
 		cmocka_unit_test(step__seed_article_ep64_vs_ep8),

@@ -51,7 +51,10 @@
  *                  T R msgs, scale-up T N_EP (1 - (1 - 1/N_EP)^k)
  *                  (G - 1) / G msgs;
  *              time = exchange_latency + max(out / (e_out B_out),
- *              up / (e_up B_up)).
+ *              up / (e_up B_up)). The busiest GPU (busiest_factor f)
+ *              receives f times the mean visits and sends them back:
+ *              low_latency scales both links by f, normal its scale-up
+ *              fan-out only (it crosses the network once per node).
  *  tp_allreduce  tp:N attention: 2 all-reduces per layer of T_group d 2
  *              bytes, ring: 2 (N - 1) / N of it per GPU on the scale-up link.
  *  overhead    a fixed per-step time (scheduling, sampling, launches).
@@ -168,7 +171,9 @@ struct mp_step_input {
 	enum mp_step_overlap overlap;
 	enum mp_step_kernel kernel;
 	uint32_t tp;                   /**< attention: 0 or 1 = data-parallel, N = tp:N */
-	double busiest_factor;         /**< >= 1 (0 = 1): busiest GPU's routed load / mean */
+	double busiest_factor;         /**< >= 1 (0 = 1): busiest GPU's routed load / mean; scales
+					    the routed terms and the visits that GPU receives and
+					    sends back (dispatch, combine) */
 	const struct mp_efficiency *efficiency; /**< NULL = mp_step_efficiency(hw) */
 };
 

@@ -91,7 +91,8 @@ struct mp_width_candidate {
 	uint64_t max_requests;        /**< decode: the largest batch that fits in HBM */
 	bool has_step;                /**< the step model ran (step.h) */
 	bool misses_slo;              /**< no batch meets slo.tpot (decode) / slo.ttft (prefill) */
-	struct mp_step step;          /**< the whole step at that batch, busiest factor 1 */
+	struct mp_step step;          /**< the whole step at that batch and busiest_factor */
+	double step_factor;           /**< the busiest factor `step` was evaluated at */
 	double pool_fraction;         /**< GPUs of the phase whole groups of this width use /
 					   the phase's GPUs (1 when gpus is not given): the rest idle */
 	double rank_time_s;           /**< what widths are ranked by: seconds per accepted token per
@@ -160,9 +161,11 @@ MP_EXPORT void mp_widths_step_input(const struct mp_model *model, const struct m
 			  struct mp_step_input *out);
 
 /** Seconds per accepted token per GPU of an evaluated candidate when its
- * busiest GPU carries `factor` >= 1 times the mean routed load: (step +
- * (factor - 1) x routed term) / accepted tokens per step (exact without
- * overlap; with overlap the routed term is taken as exposed). Without a
+ * busiest GPU carries `factor` >= 1 times the mean routed load: the step
+ * time / accepted tokens per step, exact when factor is the step's
+ * step_factor (mp_widths_apply_factor); otherwise (step + (factor /
+ * step_factor - 1) x routed term) / accepted tokens, the routed term taken
+ * as exposed. Without a
  * step: expert_time_s x factor / tokens per GPU. Divided by pool_fraction:
  * the phase's GPUs that no group of this width uses count as idle. */
 MP_EXPORT double mp_widths_rank_time(const struct mp_width_candidate *c, double factor);
@@ -180,6 +183,18 @@ MP_EXPORT double mp_widths_rank_time(const struct mp_width_candidate *c, double 
 MP_EXPORT int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *phase,
 		   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
 		   const struct mp_roofline_options *roof_opts, struct mp_widths *out);
+
+/** Judge one candidate again with its busiest GPU at `factor` (>= 1) times
+ * the mean routed load: its batch (the largest that fits and, at this
+ * factor, meets slo.tpot), HBM, the whole step (step.h, busiest_factor),
+ * rank_time_s and the rules; its ep is kept. Call mp_widths_rerank after
+ * to re-pick. phase and kind as for mp_widths_rank; cap_opts and roof_opts
+ * may be NULL. Returns 0, or MP_EINVAL when factor < 1 or not finite (c
+ * unchanged). */
+MP_EXPORT int mp_widths_apply_factor(const struct mp_model *model, const struct mp_phase_spec *phase,
+				     enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+				     const struct mp_roofline_options *roof_opts, double factor,
+				     struct mp_width_candidate *c);
 
 /** Re-pick a decode width after busiest_factor has been filled in for
  * candidates (e.g. by Monte Carlo routing of each width's placement, issue
