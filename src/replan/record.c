@@ -1,5 +1,6 @@
 /* Re-planning (moeplan/replan.h): folding slot counts, the re-plan record
- * and the Pareto document. The search itself is in driver.c. */
+ * and the Pareto document. The search itself is in the other files of
+ * src/replan/ (replan/internal.h lists them). */
 #include "moeplan/replan.h"
 
 #include <math.h>
