@@ -10,11 +10,17 @@ of the CLI and fails when
   3. a function declared in include/moeplan/*.h is missing from the
      dynamic symbol table of the shared library (a public function without
      MP_EXPORT), or the shared library exports a symbol that no public
-     header declares.
+     header declares;
+  4. a function in src/placement/ or src/replan/ (the solver and
+     re-planning) is longer than MAX_FUNCTION_LINES lines, counted from the
+     line of its opening brace to the line of its closing brace (issue 15:
+     no function that needs scrolling). Longer functions in the other
+     folders are listed, not failed.
 
 Usage: layering.py BUILD_DIR SOURCE_ROOT [NM]
 Run by `meson test layering`; prints every violation, exits 1 on any.
-With --graph it prints the object graph (one "A -> B" line per edge).
+With --graph it prints the object graph (one "A -> B" line per edge);
+with --lengths the length of every function in src/, longest first.
 """
 import os
 import re
@@ -39,6 +45,13 @@ ALLOWED = {
 BASE = {"map.c", "diag.c", "doc.c", "traffic.c", "rng.c"}
 # Headers in include/moeplan/ that are not API (not installed: meson.build).
 PRIVATE_HEADERS = {"svg.h", "plots.h"}
+# Longest function allowed in the folders of STRICT_LENGTH (lines, both
+# braces counted).
+MAX_FUNCTION_LINES = 150
+STRICT_LENGTH = ("placement", "replan")
+# (folder, function) over the limit while another change splits it
+# (issue 15: src/replan/driver.c is being split by job); listed, not failed.
+BEING_SPLIT = {("replan", "mip_solve")}
 
 
 def folder_of(obj):
@@ -160,10 +173,150 @@ def public_functions(root):
     return names
 
 
+def strip_c(text):
+    """C source with comments, string and character literals and
+    preprocessor directives blanked out; newlines are kept, so that line
+    numbers stay."""
+    out = []
+    i, n = 0, len(text)
+    bol = True  # at the start of a line, before anything but blanks
+    while i < n:
+        c = text[i]
+        if bol and c in " \t":
+            out.append(c)
+            i += 1
+            continue
+        if bol and c == "#":
+            # a directive, with its backslash-newline continuations
+            while i < n and text[i] != "\n":
+                if text[i] == "\\" and i + 1 < n and text[i + 1] == "\n":
+                    out.append("\n")
+                    i += 2
+                    continue
+                i += 1
+            continue
+        bol = False
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+            continue
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(" " * (min(j + 1, n) - i))
+            i = j + 1
+            continue
+        if c == "\n":
+            bol = True
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def functions(text):
+    """(name, line, lines) of every function defined in C source text:
+    line is that of its opening brace, lines counts from there to the line
+    of its closing brace, both included. A function is a top-level brace
+    block whose head ends with a parameter list ')' (struct, enum and
+    initialiser blocks do not); its name is the identifier before that
+    list's '('. None when the braces do not balance."""
+    s = strip_c(text)
+    found = []
+    depth = 0
+    start = None
+    for i, c in enumerate(s):
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                return None
+            if depth > 0:
+                continue
+            head = s[:start].rstrip()
+            if not head.endswith(")"):
+                continue
+            d, k = 0, len(head) - 1
+            while k >= 0:
+                d += {")": 1, "(": -1}.get(head[k], 0)
+                if d == 0:
+                    break
+                k -= 1
+            m = re.search(r"(\w+)\s*$", head[:k])
+            if m:
+                first = s.count("\n", 0, start) + 1
+                last = s.count("\n", 0, i) + 1
+                found.append((m.group(1), first, last - first + 1))
+    return found if depth == 0 else None
+
+
+def function_lengths(root):
+    """(lines, 'src/...c:line', name, folder) of every function in src/."""
+    out = []
+    src = os.path.join(root, "src")
+    for d, _, names in sorted(os.walk(src)):
+        for n in sorted(names):
+            if not n.endswith(".c"):
+                continue
+            path = os.path.join(d, n)
+            rel = os.path.relpath(path, root)
+            folder = os.path.relpath(d, src).split(os.sep)[0]
+            fns = functions(open(path, encoding="utf-8").read())
+            if fns is None:
+                out.append((None, rel, None, folder))
+                continue
+            for name, line, lines in fns:
+                out.append((lines, f"{rel}:{line}", name, folder))
+    return out
+
+
+def check_lengths(root):
+    """Prints functions over MAX_FUNCTION_LINES; returns the number that
+    fail (those in STRICT_LENGTH, and files that cannot be read)."""
+    bad = 0
+    strict_max = (0, "-", "-")
+    for lines, where, name, folder in function_lengths(root):
+        if lines is None:
+            print(f"length: {where}: braces do not balance; cannot measure its functions")
+            bad += 1
+            continue
+        strict = folder in STRICT_LENGTH
+        if strict and lines > strict_max[0]:
+            strict_max = (lines, where, name)
+        if lines <= MAX_FUNCTION_LINES:
+            continue
+        if strict and (folder, name) in BEING_SPLIT:
+            print(f"note: {where}: {name} has {lines} lines (over {MAX_FUNCTION_LINES}; being "
+                  f"split, BEING_SPLIT in tests/layering.py)")
+        elif strict:
+            print(f"length: {where}: {name} has {lines} lines (at most {MAX_FUNCTION_LINES} in "
+                  f"src/{folder}/: split it into named stages)")
+            bad += 1
+        else:
+            print(f"note: {where}: {name} has {lines} lines (over {MAX_FUNCTION_LINES}; not failed "
+                  f"outside src/{{{','.join(STRICT_LENGTH)}}}/)")
+    print(f"longest function in src/{{{','.join(STRICT_LENGTH)}}}/: {strict_max[2]} "
+          f"({strict_max[1]}), {strict_max[0]} lines; at most {MAX_FUNCTION_LINES}")
+    return bad
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     build, root = args[0], args[1]
     tool = args[2] if len(args) > 2 else "nm"
+    if "--lengths" in sys.argv:
+        for lines, where, name, _ in sorted(function_lengths(root), key=lambda f: -(f[0] or 0)):
+            print(f"{lines} {where} {name}")
+        return 0
     edges = graph(build, tool)
     if "--graph" in sys.argv:
         for o in sorted(edges):
@@ -194,6 +347,7 @@ def main():
             print(f"export: libmoeplan.so exports {s}, which no public header declares")
             bad += 1
         print(f"libmoeplan.so exports {len(exported)} symbols; include/moeplan declares {len(api)} functions")
+    bad += check_lengths(root)
     print(f"{len(edges)} objects, {sum(len(e) for e in edges.values())} edges, {bad} problems")
     return 1 if bad else 0
 

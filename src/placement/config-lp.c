@@ -44,10 +44,10 @@
  */
 #include "placement/internal.h"
 
-#include <glpk.h>
+#include "placement/glpk-internal.h"
+
 #include <limits.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +87,7 @@ struct cfg {
 	uint32_t nc;        /* configs in the LP */
 	uint32_t ccap;
 	glp_prob *lp;
+	struct pl_triplets col; /* the column being added */
 	double bound;       /* largest T proven */
 	double lp_feasible; /* smallest T where the LP fit */
 	/* pricing scratch */
@@ -341,18 +342,21 @@ static int add_config(struct cfg *c, const uint32_t *types, uint32_t n)
 		}
 		c->ccap = cap;
 	}
-	int ind[PL_MAX_S_CFG + 1];
-	double val[PL_MAX_S_CFG + 1];
+	/* the column after the nt type columns and the nc configurations */
+	int col = (int)(c->nt + c->nc) + 1;
 	double size = 0;
 	for (uint32_t z = 0; z < n; z++) {
-		ind[z + 1] = (int)types[z] + 1;
-		val[z + 1] = 1;
+		pl_trip_add(&c->col, (int)types[z] + 1, col, 1);
 		size += c->ts[types[z]];
 	}
-	int col = glp_add_cols(c->lp, 1);
+	if (c->col.failed) {
+		pl_trip_set_col(c->lp, col, &c->col); /* (only empties it) */
+		return MP_ENOMEM;
+	}
+	glp_add_cols(c->lp, 1);
 	glp_set_obj_coef(c->lp, col, 1);
 	glp_set_col_bnds(c->lp, col, GLP_LO, 0, 0);
-	glp_set_mat_col(c->lp, col, (int)n, ind, val);
+	pl_trip_set_col(c->lp, col, &c->col);
 	memcpy(c->ctype + (size_t)c->nc * PL_MAX_S_CFG, types, sizeof(*types) * n);
 	c->clen_of[c->nc] = (uint8_t)n;
 	c->clb[c->nc] = 0;
@@ -512,13 +516,8 @@ static enum cfg_res solve_at(struct cfg *c, double T, uint64_t *budget, double d
 	}
 }
 
-static void on_glpk_error(void *info)
-{
-	longjmp(*(jmp_buf *)info, 1);
-}
-
 /* The LP's rows, the y columns, singleton configurations and the
- * incumbent's GPU contents. 0 or -1 (memory). */
+ * incumbent's GPU contents, in c->lp. 0 or -1 (memory). */
 static int lp_build(struct cfg *c, const struct pl_sol *inc)
 {
 	const uint32_t *kmin = c->kmin;
@@ -527,7 +526,6 @@ static int lp_build(struct cfg *c, const struct pl_sol *inc)
 	uint32_t G = prob->G;
 	uint32_t S = prob->S;
 	uint32_t nt = c->nt;
-	c->lp = glp_create_prob();
 	glp_prob *lp = c->lp;
 	glp_set_obj_dir(lp, GLP_MIN);
 	glp_add_rows(lp, (int)(nt + E + 1));
@@ -540,9 +538,13 @@ static int lp_build(struct cfg *c, const struct pl_sol *inc)
 	glp_set_row_bnds(lp, (int)(nt + E) + 1, GLP_FX, prob->N, prob->N);
 	glp_add_cols(lp, (int)nt);
 	for (uint32_t q = 0; q < nt; q++) {
-		int ind[4] = { 0, (int)q + 1, (int)(nt + c->te[q]) + 1, (int)(nt + E) + 1 };
-		double val[4] = { 0, -(double)c->tk[q], 1, c->tk[q] };
-		glp_set_mat_col(lp, (int)q + 1, 3, ind, val);
+		int col = (int)q + 1;
+		pl_trip_add(&c->col, (int)q + 1, col, -(double)c->tk[q]);
+		pl_trip_add(&c->col, (int)(nt + c->te[q]) + 1, col, 1);
+		pl_trip_add(&c->col, (int)(nt + E) + 1, col, c->tk[q]);
+		if (!pl_trip_set_col(lp, col, &c->col)) {
+			return -1;
+		}
 	}
 	/* Singletons keep every restricted LP feasible; the incumbent's GPU
 	 * contents give a start near the answer. */
@@ -792,44 +794,39 @@ static void dive_loop(struct cfg *c, double T, uint64_t *budget, double deadline
 	}
 }
 
-/* Builds the LP and runs the search; results in c->bound and
- * c->lp_feasible (memory, so that GLPK's longjmp cannot clobber them). */
-static void cfg_run(struct cfg *c, const struct pl_sol *inc, double want, double goal,
-		    uint64_t budget, double deadline, bool verbose, struct pl_work *work,
-		    struct pl_sol *plan)
+/* One search of pl_cfg_close: the LP (c) and the arguments. */
+struct cfg_search {
+	struct cfg *c;
+	const struct pl_sol *inc;
+	double want;
+	double goal;
+	uint64_t budget;
+	double deadline;
+	bool verbose;
+	struct pl_work *work;
+	struct pl_sol *plan;
+};
+
+/* The best bound the budget allows: the target first; if the LP fits
+ * there, bisect below it. Results in c->bound and c->lp_feasible. */
+static void cfg_bound(struct cfg_search *s)
 {
-	uint32_t *tmp = c->tmp;
-	const struct pl_prob *prob = c->prob;
-	jmp_buf jb;
-	if (setjmp(jb)) {
-		/* GLPK hit an internal error: its environment is unusable. */
-		glp_free_env();
-		c->lp = NULL;
-		glp_error_hook(NULL, NULL);
+	struct cfg *c = s->c;
+	enum cfg_res r = solve_at(c, s->want, &s->budget, s->deadline, s->verbose, s->work, c->tmp);
+	if (r == CFG_PROVEN) {
+		c->bound = s->want;
 		return;
 	}
-	glp_error_hook(on_glpk_error, &jb);
-	glp_term_out(verbose ? GLP_ON : GLP_OFF);
-	if (lp_build(c, inc) != 0) {
-		goto done;
-	}
-	/* The target first; if the LP fits there, bisect below it for the
-	 * best bound the budget allows. */
-	enum cfg_res r = solve_at(c, want, &budget, deadline, verbose, work, tmp);
-	if (r == CFG_PROVEN) {
-		c->bound = want;
-		goto done;
-	}
 	if (r != CFG_FEASIBLE && r != CFG_OVER) {
-		goto done;
+		return;
 	}
-	c->lp_feasible = want;
-	double step_min = 2e-5 * prob->mean;
+	c->lp_feasible = s->want;
+	double step_min = 2e-5 * c->prob->mean;
 	for (int it = 0; it < PL_CFG_BISECT && c->lp_feasible - c->bound > step_min; it++) {
 		/* The first step a quarter up: the LP's bound is usually close
 		 * to the mean, and a T where the LP fits costs the most. */
 		double mid = c->bound + (it == 0 ? 0.25 : 0.5) * (c->lp_feasible - c->bound);
-		r = solve_at(c, mid, &budget, deadline, verbose, work, tmp);
+		r = solve_at(c, mid, &s->budget, s->deadline, s->verbose, s->work, c->tmp);
 		if (r == CFG_PROVEN) {
 			c->bound = mid;
 		} else if (r == CFG_FEASIBLE || r == CFG_OVER) {
@@ -843,8 +840,8 @@ static void cfg_run(struct cfg *c, const struct pl_sol *inc, double want, double
 	 * starts from the LP without the previous dive's fixings (its columns
 	 * stay). */
 	for (uint32_t d = 0; d < PL_CFG_DIVES && !c->dive_ok; d++) {
-		double T = c->bound * goal * (1 - 1e-4 * (d / 2));
-		if (!(T < inc->max) || budget == 0 || pl_timed_out(work, deadline)) {
+		double T = c->bound * s->goal * (1 - 1e-4 * (d / 2));
+		if (!(T < s->inc->max) || s->budget == 0 || pl_timed_out(s->work, s->deadline)) {
 			break;
 		}
 		memset(c->off, 0, sizeof(*c->off) * c->nt);
@@ -853,12 +850,21 @@ static void cfg_run(struct cfg *c, const struct pl_sol *inc, double want, double
 			c->cub[j] = (double)INFINITY;
 		}
 		c->rule = d % 2;
-		dive_loop(c, T, &budget, deadline, verbose, work, plan);
+		dive_loop(c, T, &s->budget, s->deadline, s->verbose, s->work, s->plan);
 	}
-done:
-	glp_delete_prob(c->lp);
-	c->lp = NULL;
-	glp_error_hook(NULL, NULL);
+}
+
+/* pl_glpk_run's model: builds the LP in lp and runs the search; results
+ * in c->bound, c->lp_feasible and c->dive_ok (memory, so that a GLPK
+ * error loses none of them). */
+static int cfg_model(glp_prob *lp, void *ctx)
+{
+	struct cfg_search *s = ctx;
+	s->c->lp = lp;
+	if (lp_build(s->c, s->inc) == 0) {
+		cfg_bound(s);
+	}
+	return 0;
 }
 
 static void cfg_free(struct cfg *c)
@@ -879,6 +885,7 @@ static void cfg_free(struct cfg *c)
 	free(c->pos);
 	free(c->bysize);
 	free(c->top);
+	pl_trip_free(&c->col);
 }
 
 /* The types for targets up to T_hi (see the top of the file); 0, or -1
@@ -962,7 +969,12 @@ double pl_cfg_close(const struct pl_prob *prob, const struct pl_sol *inc, double
 	if (cfg_init(&c, prob, inc->max) == 0) {
 		c.bound = lo;
 		c.lp_feasible = inc->max;
-		cfg_run(&c, inc, want, goal, budget, deadline, verbose, work, plan);
+		struct cfg_search s = {
+			.c = &c, .inc = inc, .want = want, .goal = goal, .budget = budget,
+			.deadline = deadline, .verbose = verbose, .work = work, .plan = plan,
+		};
+		pl_glpk_run(verbose, cfg_model, &s, -1);
+		c.lp = NULL;
 		bound = c.bound;
 		*found = c.dive_ok && plan->max < inc->max;
 	}

@@ -5,6 +5,8 @@
  *   bound.c            lower bounds and the enumeration of replica counts
  *   heuristic.c        constructive heuristics (LPT packing, EPLB) and
  *                      local search (swaps, replica moves)
+ *   glpk.c             GLPK's error guard and sparse-matrix builder
+ *                      (glpk-internal.h, also used by src/replan/)
  *   mip.c              GLPK packing MIP (representatives formulation) and
  *                      the weighted-split LP
  *   config-lp.c        GLPK configuration LP: bound and LP diving for
@@ -268,24 +270,6 @@ double pl_cfg_close(const struct pl_prob *prob, const struct pl_sol *inc, double
  * MP_ENOMEM. */
 int pl_close_gap(const struct pl_prob *prob, struct pl_sol *best, double *lb, double effort,
 		 bool verbose, double deadline, struct pl_work *work, const char **method);
-
-/* Free this thread's GLPK environment (worker threads call it on exit). */
-void pl_glpk_thread_done(void);
-
-/* A sparse matrix in GLPK's 1-based (ia, ja, ar) triplet form, grown as
- * entries are added; `failed` records an allocation failure so callers
- * check once after building (both GLPK models use it). */
-struct pl_triplets {
-	int *ia;
-	int *ja;
-	double *ar;
-	size_t n;
-	size_t cap;
-	bool failed;
-};
-
-void pl_trip_add(struct pl_triplets *t, int row, int col, double val);
-void pl_trip_free(struct pl_triplets *t);
 
 /* --- nodes (topology.c) --- */
 

@@ -22,62 +22,12 @@
  */
 #include "placement/internal.h"
 
-#include <glpk.h>
+#include "placement/glpk-internal.h"
+
 #include <limits.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
-
-void pl_trip_add(struct pl_triplets *t, int row, int col, double val)
-{
-	if (t->failed) {
-		return;
-	}
-	if (t->n + 1 >= t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		int *ia = realloc(t->ia, sizeof(*ia) * cap);
-		if (ia) {
-			t->ia = ia;
-		}
-		int *ja = realloc(t->ja, sizeof(*ja) * cap);
-		if (ja) {
-			t->ja = ja;
-		}
-		double *ar = realloc(t->ar, sizeof(*ar) * cap);
-		if (ar) {
-			t->ar = ar;
-		}
-		if (!ia || !ja || !ar) {
-			t->failed = true;
-			return;
-		}
-		t->cap = cap;
-	}
-	/* GLPK arrays are 1-based: entry 0 unused. */
-	t->n++;
-	t->ia[t->n] = row;
-	t->ja[t->n] = col;
-	t->ar[t->n] = val;
-}
-
-void pl_trip_free(struct pl_triplets *t)
-{
-	free(t->ia);
-	free(t->ja);
-	free(t->ar);
-	memset(t, 0, sizeof(*t));
-}
-
-static void on_glpk_error(void *info)
-{
-	longjmp(*(jmp_buf *)info, 1);
-}
-
-void pl_glpk_thread_done(void)
-{
-	glp_free_env();
-}
 
 struct cb_state {
 	double bound;   /* best node bound seen, scaled */
@@ -114,21 +64,54 @@ static void mip_callback(glp_tree *tree, void *info)
 	}
 }
 
+/* Column of x[i][j] (j <= i): the lower triangle row by row. */
 static int col_of(uint32_t i, uint32_t j)
 {
 	return (int)((uint64_t)i * (i + 1) / 2 + j + 1);
 }
 
-enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, double cutoff,
-			       double lb, double deadline, bool verbose, struct pl_sol *sol,
-			       double *bound_out, struct pl_work *work)
+/* The first row of each family of constraints and how many (rows are
+ * numbered from 1 in the order listed at the top of the file). */
+struct pack_rows {
+	int n_assign; /* rows 1..n_assign: every item placed */
+	int gpus;     /* G GPUs */
+	int card;     /* [N] S slots on the GPU of representative j */
+	int load;     /* [N] load of that GPU <= T */
+	int link;     /* x[i][j] <= x[j][j] */
+	int n_link;
+	int dup;      /* one replica of an expert per GPU */
+	int n_dup;
+	int n;        /* rows in all */
+};
+
+/* One packing MIP: the items, the model and what the search found. Lives
+ * in the caller's frame, so that a GLPK error (pl_glpk_run) loses none of
+ * it. */
+struct pack {
+	const struct pl_prob *prob;
+	struct pl_work *work;
+	struct pl_sol *sol;
+	bool verbose;
+	double lb;           /* the model's T >= lb */
+	double cutoff;       /* and T <= cutoff; loads are scaled by 1 / cutoff */
+	double remaining;    /* seconds to the deadline (INFINITY: none) */
+	uint32_t *first;     /* [N] first item of item i's expert */
+	uint32_t *last;      /* [N] its last item */
+	uint32_t *rep_gpu;   /* [N] GPU of representative j, reading the solution */
+	struct pl_triplets t;
+	struct pack_rows rows;
+	struct cb_state st;
+	double bound;        /* a valid lower bound for r (*bound_out) */
+};
+
+/* The budget before a model is built: PL_MIP_NONE when lb already meets
+ * the cutoff, PL_MIP_LIMIT when the work or the deadline is spent, else
+ * PL_MIP_IMPROVED (go on; the call's work taken). */
+static enum pl_mip_result pack_admit(struct pack *pk, double deadline)
 {
-	uint32_t N = prob->N;
-	uint32_t S = prob->S;
-	uint32_t E = prob->E;
-	*bound_out = lb;
-	if (lb >= cutoff) {
-		*bound_out = cutoff;
+	struct pl_work *work = pk->work;
+	if (pk->lb >= pk->cutoff) {
+		pk->bound = pk->cutoff;
 		return PL_MIP_NONE;
 	}
 	if (work->mip_work < PL_MIP_CALL_WORK) {
@@ -136,14 +119,20 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 		return PL_MIP_LIMIT;
 	}
 	work->mip_work -= PL_MIP_CALL_WORK;
-	double remaining = deadline < (double)INFINITY ? deadline - pl_now() : (double)INFINITY;
-	if (remaining <= 0.001) {
+	pk->remaining = deadline < (double)INFINITY ? deadline - pl_now() : (double)INFINITY;
+	if (pk->remaining <= 0.001) {
 		work->timed_out = true;
 		return PL_MIP_LIMIT;
 	}
-	/* Items sorted by size (experts by w/r, replicas contiguous). */
-	uint32_t *it = work->items;
-	double *p = work->size;
+	return PL_MIP_IMPROVED;
+}
+
+/* The items (replicas) sorted by size, experts by w / r, one expert's
+ * replicas contiguous: work->items[N] their experts, work->size[N] their
+ * sizes. */
+static void pack_items(const struct pl_prob *prob, const uint32_t *r, struct pl_work *work)
+{
+	uint32_t E = prob->E;
 	for (uint32_t e = 0; e < E; e++) {
 		work->key[e] = prob->w[e] / r[e];
 	}
@@ -152,72 +141,71 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	for (uint32_t k = 0; k < E; k++) {
 		uint32_t e = work->order[k];
 		for (uint32_t c = 0; c < r[e]; c++) {
-			it[n] = e;
-			p[n] = work->key[e];
+			work->items[n] = e;
+			work->size[n] = work->key[e];
 			n++;
 		}
 	}
-	/* first[i] = index of the first item of the same expert. */
-	uint32_t *first = malloc(sizeof(*first) * N);
-	uint32_t *last = malloc(sizeof(*last) * N);
-	struct pl_triplets *t = calloc(1, sizeof(*t));
-	glp_prob *volatile lp = NULL;
-	enum pl_mip_result res = PL_MIP_ERROR;
-	jmp_buf jb;
-	if (!first || !last || !t) {
-		goto out;
-	}
+}
+
+/* first[i] and last[i]: the first and last item of item i's expert. */
+static void pack_expert_ranges(struct pack *pk)
+{
+	uint32_t N = pk->prob->N;
+	const uint32_t *it = pk->work->items;
 	for (uint32_t i = 0; i < N; i++) {
-		first[i] = (i > 0 && it[i - 1] == it[i]) ? first[i - 1] : i;
+		pk->first[i] = (i > 0 && it[i - 1] == it[i]) ? pk->first[i - 1] : i;
 	}
 	for (uint32_t i = N; i-- > 0;) {
-		last[i] = (i + 1 < N && it[i + 1] == it[i]) ? last[i + 1] : i;
+		pk->last[i] = (i + 1 < N && it[i + 1] == it[i]) ? pk->last[i + 1] : i;
 	}
-	double scale = cutoff;
-	int ncols = col_of(N - 1, N - 1) + 1;
-	int tcol = ncols;
-	if (setjmp(jb)) {
-		/* GLPK hit an internal error: its environment is unusable. */
-		glp_free_env();
-		lp = NULL;
-		res = PL_MIP_ERROR;
-		goto out;
-	}
-	glp_error_hook(on_glpk_error, &jb);
-	glp_term_out(verbose ? GLP_ON : GLP_OFF);
-	lp = glp_create_prob();
+}
+
+/* Binary x[i][j] (x fixed to 0 where j is an earlier replica of i's
+ * expert), then T in [lb, cutoff] (scaled), the objective. Returns T's
+ * column. */
+static int pack_columns(glp_prob *lp, const struct pack *pk)
+{
+	uint32_t N = pk->prob->N;
+	int tcol = col_of(N - 1, N - 1) + 1;
 	glp_set_obj_dir(lp, GLP_MIN);
-	glp_add_cols(lp, ncols);
+	glp_add_cols(lp, tcol);
 	for (uint32_t i = 0; i < N; i++) {
 		for (uint32_t j = 0; j <= i; j++) {
 			int c = col_of(i, j);
 			glp_set_col_kind(lp, c, GLP_BV);
-			if (j < i && first[i] <= j) {
-				/* j is an earlier replica of i's expert */
+			if (j < i && pk->first[i] <= j) {
 				glp_set_col_bnds(lp, c, GLP_FX, 0, 0);
 			}
 		}
 	}
-	glp_set_col_bnds(lp, tcol, GLP_DB, lb / scale, 1.0);
+	glp_set_col_bnds(lp, tcol, GLP_DB, pk->lb / pk->cutoff, 1.0);
 	glp_set_obj_coef(lp, tcol, 1.0);
+	return tcol;
+}
+
+/* The packing rows: every item placed, G GPUs, S slots and the load of
+ * each GPU (T's column tcol). */
+static void pack_rows(struct pack *pk, int tcol)
+{
+	uint32_t N = pk->prob->N;
+	uint32_t S = pk->prob->S;
+	const double *p = pk->work->size;
+	struct pl_triplets *t = &pk->t;
 	int row = 0;
-	/* every item placed */
 	for (uint32_t i = 0; i < N; i++) {
 		row++;
 		for (uint32_t j = 0; j <= i; j++) {
 			pl_trip_add(t, row, col_of(i, j), 1.0);
 		}
 	}
-	int first_assign = 1;
-	int n_assign = row;
-	/* G GPUs */
+	pk->rows.n_assign = row;
 	row++;
-	int row_g = row;
+	pk->rows.gpus = row;
 	for (uint32_t j = 0; j < N; j++) {
 		pl_trip_add(t, row, col_of(j, j), 1.0);
 	}
-	/* S slots per GPU */
-	int row_card = row + 1;
+	pk->rows.card = row + 1;
 	for (uint32_t j = 0; j < N; j++) {
 		row++;
 		pl_trip_add(t, row, col_of(j, j), 1.0 - (double)S);
@@ -225,17 +213,27 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 			pl_trip_add(t, row, col_of(i, j), 1.0);
 		}
 	}
-	/* load */
-	int row_load = row + 1;
+	pk->rows.load = row + 1;
 	for (uint32_t j = 0; j < N; j++) {
 		row++;
 		for (uint32_t i = j; i < N; i++) {
-			pl_trip_add(t, row, col_of(i, j), p[i] / scale);
+			pl_trip_add(t, row, col_of(i, j), p[i] / pk->cutoff);
 		}
 		pl_trip_add(t, row, tcol, -1.0);
 	}
-	/* x[i][j] <= x[j][j] */
-	int row_link = row + 1;
+	pk->rows.n = row;
+}
+
+/* The rows of the representatives: x[i][j] <= x[j][j], and one replica
+ * per GPU (for each j, each expert with >= 2 items after j that is not
+ * j's own). */
+static void pack_rep_rows(struct pack *pk)
+{
+	uint32_t N = pk->prob->N;
+	const uint32_t *first = pk->first;
+	struct pl_triplets *t = &pk->t;
+	int row = pk->rows.n;
+	pk->rows.link = row + 1;
 	for (uint32_t j = 0; j < N; j++) {
 		for (uint32_t i = j + 1; i < N; i++) {
 			if (first[i] <= j) {
@@ -246,14 +244,12 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 			pl_trip_add(t, row, col_of(j, j), -1.0);
 		}
 	}
-	int n_link = row - row_link + 1;
-	/* one replica per GPU: for each j and each expert with >= 2 items
-	 * after j (and not j's own expert) */
-	int row_dup = row + 1;
+	pk->rows.n_link = row - pk->rows.link + 1;
+	pk->rows.dup = row + 1;
 	for (uint32_t j = 0; j < N; j++) {
 		uint32_t i = j + 1;
 		while (i < N) {
-			uint32_t e_last = last[i];
+			uint32_t e_last = pk->last[i];
 			if (first[i] <= j) {
 				i = e_last + 1; /* j's own expert: fixed to 0 */
 				continue;
@@ -268,38 +264,46 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 			i = e_last + 1;
 		}
 	}
-	int n_dup = row - row_dup + 1;
-	if (t->failed) {
-		res = PL_MIP_ERROR;
-		goto out;
-	}
-	glp_add_rows(lp, row);
-	for (int k = 0; k < n_assign; k++) {
-		glp_set_row_bnds(lp, first_assign + k, GLP_FX, 1, 1);
-	}
-	glp_set_row_bnds(lp, row_g, GLP_FX, prob->G, prob->G);
-	for (uint32_t j = 0; j < N; j++) {
-		glp_set_row_bnds(lp, row_card + (int)j, GLP_FX, 0, 0);
-		glp_set_row_bnds(lp, row_load + (int)j, GLP_UP, 0, 0);
-	}
-	for (int k = 0; k < n_link; k++) {
-		glp_set_row_bnds(lp, row_link + k, GLP_UP, 0, 0);
-	}
-	for (int k = 0; k < n_dup; k++) {
-		glp_set_row_bnds(lp, row_dup + k, GLP_UP, 0, 0);
-	}
-	glp_load_matrix(lp, (int)t->n, t->ia, t->ja, t->ar);
-	pl_trip_free(t);
-	memset(t, 0, sizeof(*t));
+	pk->rows.n_dup = row - pk->rows.dup + 1;
+	pk->rows.n = row;
+}
 
-	struct cb_state st = { .bound = lb / scale, .limit = work->mip_work };
+/* The rows' bounds, in the order of pack_rows and pack_rep_rows. */
+static void pack_row_bounds(glp_prob *lp, const struct pack *pk)
+{
+	const struct pack_rows *rw = &pk->rows;
+	glp_add_rows(lp, rw->n);
+	for (int k = 0; k < rw->n_assign; k++) {
+		glp_set_row_bnds(lp, 1 + k, GLP_FX, 1, 1);
+	}
+	glp_set_row_bnds(lp, rw->gpus, GLP_FX, pk->prob->G, pk->prob->G);
+	for (uint32_t j = 0; j < pk->prob->N; j++) {
+		glp_set_row_bnds(lp, rw->card + (int)j, GLP_FX, 0, 0);
+		glp_set_row_bnds(lp, rw->load + (int)j, GLP_UP, 0, 0);
+	}
+	for (int k = 0; k < rw->n_link; k++) {
+		glp_set_row_bnds(lp, rw->link + k, GLP_UP, 0, 0);
+	}
+	for (int k = 0; k < rw->n_dup; k++) {
+		glp_set_row_bnds(lp, rw->dup + k, GLP_UP, 0, 0);
+	}
+}
+
+/* Branch-and-cut within the work budget and the deadline; takes the work
+ * used from work->mip_work. Returns glp_intopt's code, with a stop by the
+ * budget (or by the deadline: work->timed_out) as GLP_ETMLIM and a stop
+ * that is not ours as GLP_EFAIL. */
+static int pack_search(glp_prob *lp, struct pack *pk)
+{
+	struct pl_work *work = pk->work;
+	pk->st = (struct cb_state){ .bound = pk->lb / pk->cutoff, .limit = work->mip_work };
 	glp_iocp parm;
 	glp_init_iocp(&parm);
 	parm.presolve = GLP_ON;
-	parm.msg_lev = verbose ? GLP_MSG_ON : GLP_MSG_OFF;
+	parm.msg_lev = pk->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
 	parm.mip_gap = 0.0;
 	parm.cb_func = mip_callback;
-	parm.cb_info = &st;
+	parm.cb_info = &pk->st;
 	/* GLPK's cut generators and pseudo-cost branching with best-projection
 	 * backtracking closed packings several times faster than the defaults
 	 * on 24-slot layers (measured with GLPK 5.0). */
@@ -310,12 +314,11 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	parm.br_tech = GLP_BR_PCH;
 	parm.bt_tech = GLP_BT_BPH;
 	/* The wall clock only as a safety net (INT_MAX: none). */
-	double ms = remaining * 1000.0;
+	double ms = pk->remaining * 1000.0;
 	parm.tm_lim = ms > 2e9 ? INT_MAX : (int)ms + 1;
 	int ret = glp_intopt(lp, &parm);
-	int status = glp_mip_status(lp);
-	work->mip_work -= st.used < work->mip_work ? st.used : work->mip_work;
-	if (ret == GLP_ESTOP && !st.stopped) {
+	work->mip_work -= pk->st.used < work->mip_work ? pk->st.used : work->mip_work;
+	if (ret == GLP_ESTOP && !pk->st.stopped) {
 		ret = GLP_EFAIL; /* not ours: treat as a failure */
 	}
 	if (ret == GLP_ETMLIM) {
@@ -324,105 +327,151 @@ enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, do
 	if (ret == GLP_ESTOP) {
 		ret = GLP_ETMLIM; /* a limit, handled as the time limit below */
 	}
+	return ret;
+}
+
+/* The MIP's solution as slots of sol (GPU k = the k-th representative);
+ * false when it is not a valid packing. */
+static bool pack_read(glp_prob *lp, struct pack *pk)
+{
+	const struct pl_prob *prob = pk->prob;
+	uint32_t N = prob->N;
+	uint32_t S = prob->S;
+	uint32_t *stamp = pk->work->stamp;
+	uint32_t gcount = 0;
+	for (uint32_t j = 0; j < N; j++) {
+		pk->rep_gpu[j] = UINT32_MAX;
+		if (glp_mip_col_val(lp, col_of(j, j)) > 0.5) {
+			pk->rep_gpu[j] = gcount++;
+		}
+	}
+	for (uint32_t g = 0; g < prob->G; g++) {
+		stamp[g] = 0;
+	}
+	if (gcount != prob->G) {
+		return false;
+	}
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t jj = UINT32_MAX;
+		for (uint32_t j = 0; j <= i; j++) {
+			if (glp_mip_col_val(lp, col_of(i, j)) > 0.5) {
+				jj = j;
+				break;
+			}
+		}
+		if (jj == UINT32_MAX || pk->rep_gpu[jj] == UINT32_MAX) {
+			return false;
+		}
+		uint32_t g = pk->rep_gpu[jj];
+		if (stamp[g] >= S) {
+			return false;
+		}
+		pk->sol->slot[g * S + stamp[g]++] = pk->work->items[i];
+	}
+	return true;
+}
+
+/* What glp_intopt's code ret and the MIP status mean for the caller; sets
+ * pk->bound and, with a packing, sol. */
+static enum pl_mip_result pack_result(glp_prob *lp, struct pack *pk, int ret)
+{
+	int status = glp_mip_status(lp);
+	double node_bound = pk->st.bound * pk->cutoff > pk->lb ? pk->st.bound * pk->cutoff : pk->lb;
 	if (ret == GLP_ENOPFS || (ret == 0 && status == GLP_NOFEAS)) {
-		res = PL_MIP_NONE;
-		*bound_out = cutoff;
-	} else if ((ret == 0 && status == GLP_OPT) || ((ret == GLP_ETMLIM || ret == GLP_EMIPGAP) && status == GLP_FEAS)) {
-		/* Read the assignment: GPU k = k-th representative. */
-		uint32_t *rep_gpu = malloc(sizeof(*rep_gpu) * N);
-		if (!rep_gpu) {
-			res = PL_MIP_ERROR;
-			goto out;
+		pk->bound = pk->cutoff;
+		return PL_MIP_NONE;
+	}
+	if ((ret == 0 && status == GLP_OPT)
+	    || ((ret == GLP_ETMLIM || ret == GLP_EMIPGAP) && status == GLP_FEAS)) {
+		pk->rep_gpu = malloc(sizeof(*pk->rep_gpu) * pk->prob->N);
+		if (!pk->rep_gpu || !pack_read(lp, pk)) {
+			return PL_MIP_ERROR;
 		}
-		uint32_t gcount = 0;
-		for (uint32_t j = 0; j < N; j++) {
-			rep_gpu[j] = UINT32_MAX;
-			if (glp_mip_col_val(lp, col_of(j, j)) > 0.5) {
-				rep_gpu[j] = gcount++;
-			}
-		}
-		for (uint32_t g = 0; g < prob->G; g++) {
-			work->stamp[g] = 0;
-		}
-		bool ok = gcount == prob->G;
-		for (uint32_t i = 0; i < N && ok; i++) {
-			uint32_t jj = UINT32_MAX;
-			for (uint32_t j = 0; j <= i; j++) {
-				if (glp_mip_col_val(lp, col_of(i, j)) > 0.5) {
-					jj = j;
-					break;
-				}
-			}
-			if (jj == UINT32_MAX || rep_gpu[jj] == UINT32_MAX) {
-				ok = false;
-				break;
-			}
-			uint32_t g = rep_gpu[jj];
-			if (work->stamp[g] >= S) {
-				ok = false;
-				break;
-			}
-			sol->slot[g * S + work->stamp[g]++] = it[i];
-		}
-		free(rep_gpu);
-		if (!ok) {
-			res = PL_MIP_ERROR;
-			goto out;
-		}
-		pl_sol_eval(sol, prob);
+		pl_sol_eval(pk->sol, pk->prob);
 		if (ret == 0) {
-			res = PL_MIP_IMPROVED;
-			*bound_out = sol->max;
-		} else {
-			res = PL_MIP_IMPROVED_LIMIT;
-			*bound_out = st.bound * scale > lb ? st.bound * scale : lb;
+			pk->bound = pk->sol->max;
+			return PL_MIP_IMPROVED;
 		}
-	} else if (ret == GLP_ETMLIM) {
-		res = PL_MIP_LIMIT;
-		*bound_out = st.bound * scale > lb ? st.bound * scale : lb;
-	} else {
-		res = PL_MIP_ERROR;
+		pk->bound = node_bound;
+		return PL_MIP_IMPROVED_LIMIT;
 	}
-out:
-	if (lp) {
-		glp_delete_prob(lp);
+	if (ret == GLP_ETMLIM) {
+		pk->bound = node_bound;
+		return PL_MIP_LIMIT;
 	}
-	glp_error_hook(NULL, NULL);
-	if (t) {
-		pl_trip_free(t);
-		free(t);
+	return PL_MIP_ERROR;
+}
+
+/* pl_glpk_run's model: build, search, read. */
+static int pack_model(glp_prob *lp, void *ctx)
+{
+	struct pack *pk = ctx;
+	int tcol = pack_columns(lp, pk);
+	pack_rows(pk, tcol);
+	pack_rep_rows(pk);
+	if (pk->t.failed) {
+		return PL_MIP_ERROR;
 	}
-	free(first);
-	free(last);
+	pack_row_bounds(lp, pk);
+	pl_trip_load(lp, &pk->t);
+	pl_trip_free(&pk->t);
+	int ret = pack_search(lp, pk);
+	return pack_result(lp, pk, ret);
+}
+
+enum pl_mip_result pl_mip_pack(const struct pl_prob *prob, const uint32_t *r, double cutoff,
+			       double lb, double deadline, bool verbose, struct pl_sol *sol,
+			       double *bound_out, struct pl_work *work)
+{
+	struct pack pk = {
+		.prob = prob, .work = work, .sol = sol, .verbose = verbose,
+		.lb = lb, .cutoff = cutoff, .bound = lb,
+	};
+	enum pl_mip_result res = pack_admit(&pk, deadline);
+	if (res != PL_MIP_IMPROVED) {
+		*bound_out = pk.bound;
+		return res;
+	}
+	pack_items(prob, r, work);
+	pk.first = malloc(sizeof(*pk.first) * prob->N);
+	pk.last = malloc(sizeof(*pk.last) * prob->N);
+	res = PL_MIP_ERROR;
+	if (pk.first && pk.last) {
+		pack_expert_ranges(&pk);
+		res = (enum pl_mip_result)pl_glpk_run(verbose, pack_model, &pk, PL_MIP_ERROR);
+	}
+	*bound_out = pk.bound;
+	pl_trip_free(&pk.t);
+	free(pk.first);
+	free(pk.last);
+	free(pk.rep_gpu);
 	return res;
 }
 
-double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool verbose,
-		      double *slot_load, double *gpu_load)
+/* The weighted-split LP of pl_lp_weighted: its input and its answer. */
+struct split {
+	const struct pl_prob *prob;
+	const uint32_t *slot;
+	bool verbose;
+	double *slot_load;
+	double *gpu_load;
+	struct pl_triplets t;
+	double max; /* the busiest GPU */
+};
+
+/* pl_glpk_run's model: columns x_p (share of slot p) and T; rows: experts
+ * 1..E (sum of shares = w_e), GPUs E+1..E+G (<= T). Loads scaled by the
+ * mean. 0, or -1 when GLPK or memory failed. */
+static int split_model(glp_prob *lp, void *ctx)
 {
+	struct split *sp = ctx;
+	const struct pl_prob *prob = sp->prob;
 	uint32_t N = prob->N;
 	uint32_t G = prob->G;
 	uint32_t S = prob->S;
 	uint32_t E = prob->E;
 	double scale = prob->mean > 0 ? prob->mean : 1.0;
-	struct pl_triplets *t = calloc(1, sizeof(*t));
-	glp_prob *volatile lp = NULL;
-	volatile double result = -1;
-	jmp_buf jb;
-	if (!t) {
-		return -1;
-	}
-	if (setjmp(jb)) {
-		glp_free_env();
-		lp = NULL;
-		result = -1;
-		goto out;
-	}
-	glp_error_hook(on_glpk_error, &jb);
-	glp_term_out(verbose ? GLP_ON : GLP_OFF);
-	lp = glp_create_prob();
 	glp_set_obj_dir(lp, GLP_MIN);
-	/* columns: x_p (share of slot p), then T */
 	glp_add_cols(lp, (int)N + 1);
 	for (uint32_t q = 0; q < N; q++) {
 		glp_set_col_bnds(lp, (int)q + 1, GLP_LO, 0, 0);
@@ -430,7 +479,6 @@ double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool ver
 	int tcol = (int)N + 1;
 	glp_set_col_bnds(lp, tcol, GLP_LO, 0, 0);
 	glp_set_obj_coef(lp, tcol, 1.0);
-	/* rows: experts 1..E (sum of shares = w_e), GPUs E+1..E+G (<= T) */
 	glp_add_rows(lp, (int)(E + G));
 	for (uint32_t e = 0; e < E; e++) {
 		double v = prob->w[e] / scale;
@@ -440,47 +488,50 @@ double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool ver
 		glp_set_row_bnds(lp, (int)(E + g) + 1, GLP_UP, 0, 0);
 	}
 	for (uint32_t q = 0; q < N; q++) {
-		pl_trip_add(t, (int)slot[q] + 1, (int)q + 1, 1.0);
-		pl_trip_add(t, (int)(E + q / S) + 1, (int)q + 1, 1.0);
+		pl_trip_add(&sp->t, (int)sp->slot[q] + 1, (int)q + 1, 1.0);
+		pl_trip_add(&sp->t, (int)(E + q / S) + 1, (int)q + 1, 1.0);
 	}
 	for (uint32_t g = 0; g < G; g++) {
-		pl_trip_add(t, (int)(E + g) + 1, tcol, -1.0);
+		pl_trip_add(&sp->t, (int)(E + g) + 1, tcol, -1.0);
 	}
-	if (t->failed) {
-		goto out;
+	if (!pl_trip_load(lp, &sp->t)) {
+		return -1;
 	}
-	glp_load_matrix(lp, (int)t->n, t->ia, t->ja, t->ar);
 	glp_smcp parm;
 	glp_init_smcp(&parm);
-	parm.msg_lev = verbose ? GLP_MSG_ON : GLP_MSG_OFF;
+	parm.msg_lev = sp->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
 	parm.presolve = GLP_ON;
 	if (glp_simplex(lp, &parm) != 0 || glp_get_status(lp) != GLP_OPT) {
-		goto out;
+		return -1;
 	}
 	for (uint32_t g = 0; g < G; g++) {
-		gpu_load[g] = 0;
+		sp->gpu_load[g] = 0;
 	}
-	double mx = 0;
 	for (uint32_t q = 0; q < N; q++) {
 		double v = glp_get_col_prim(lp, (int)q + 1) * scale;
 		if (v < 0) {
 			v = 0;
 		}
-		slot_load[q] = v;
-		gpu_load[q / S] += v;
+		sp->slot_load[q] = v;
+		sp->gpu_load[q / S] += v;
 	}
+	sp->max = 0;
 	for (uint32_t g = 0; g < G; g++) {
-		if (gpu_load[g] > mx) {
-			mx = gpu_load[g];
+		if (sp->gpu_load[g] > sp->max) {
+			sp->max = sp->gpu_load[g];
 		}
 	}
-	result = mx;
-out:
-	if (lp) {
-		glp_delete_prob(lp);
-	}
-	glp_error_hook(NULL, NULL);
-	pl_trip_free(t);
-	free(t);
-	return result;
+	return 0;
+}
+
+double pl_lp_weighted(const struct pl_prob *prob, const uint32_t *slot, bool verbose,
+		      double *slot_load, double *gpu_load)
+{
+	struct split sp = {
+		.prob = prob, .slot = slot, .verbose = verbose, .slot_load = slot_load,
+		.gpu_load = gpu_load,
+	};
+	int rc = pl_glpk_run(verbose, split_model, &sp, -1);
+	pl_trip_free(&sp.t);
+	return rc == 0 ? sp.max : -1;
 }

@@ -6,6 +6,8 @@
  */
 #include "placement/internal.h"
 
+#include "placement/glpk-internal.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -566,220 +566,305 @@ static double simple_bound(const struct groups *gs, const double *gload, double 
 	return lb;
 }
 
-int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
-		    const struct mp_place_options *opts, double deadline,
-		    struct mp_layer_placement *out)
+/* One group-limited layer: the choices its shape allows, the scratch,
+ * and what the stages of pl_solve_groups found. */
+struct glayer {
+	bool use_dp;            /* assign groups by the subset DP (2^Q masks) */
+	bool solve_all;         /* and solve every k-subset's node first */
+	size_t n_masks;         /* 2^Q with the DP, else 1 */
+	uint32_t n_sub;         /* node sub-layers: one per k-subset (solve_all) or per node */
+	double *gload;          /* [Q] each group's load */
+	uint32_t *node_groups;  /* [M][k] each node's groups */
+	uint32_t *ids;          /* [k * size] global ids of a node's experts */
+	uint32_t *r_scratch;    /* [k * size] */
+	double *size_scratch;   /* [k * size] */
+	double *val;            /* [n_masks] the DP's value of each k-subset */
+	double *f;              /* [n_masks] its memo */
+	uint32_t *choice;       /* [n_masks] its choices */
+	struct mp_placement *subs; /* [n_sub] solved node sub-layers */
+	uint32_t *sub_of_mask;  /* [n_masks] solve_all: each k-subset's sub-layer */
+	bool *node_proven;      /* [M] the node's plan is proven for its groups */
+	double mean;            /* mean GPU load */
+	double bound;           /* valid for every assignment of groups to nodes */
+	int method;             /* GL_M_*: how groups were assigned */
+	bool timed_out;         /* some node's search hit the wall clock */
+};
+
+/* The shape of the layer (gs) and the searches it allows (gl). */
+static void groups_setup(struct groups *gs, struct glayer *gl, const double *w, uint32_t E,
+			 uint32_t G, uint32_t S, const struct mp_place_options *opts,
+			 double deadline)
 {
-	double t0 = pl_now();
-	struct groups gs = {
+	*gs = (struct groups){
 		.w = w, .E = E, .G = G, .S = S, .P = opts->gpus_per_node,
 		.M = G / opts->gpus_per_node, .Q = opts->n_groups, .opts = opts,
 		.deadline = deadline,
 	};
-	gs.k = gs.Q / gs.M;
-	gs.size = E / gs.Q;
-	gs.sub_opts = *opts;
-	gs.sub_opts.gpus_per_node = 0;
-	gs.sub_opts.node_policy = MP_NODES_REPORT;
-	gs.sub_opts.n_groups = 0;
-	gs.sub_opts.progress = NULL;
-	uint32_t Ek = gs.k * gs.size;
-	uint32_t Q = gs.Q;
-	uint32_t k = gs.k;
-	int rc = MP_ENOMEM;
-	uint64_t n_sets = binomial(Q, k);
-	bool use_dp = Q <= TOPO_DP_MAX_GROUPS && n_sets <= TOPO_DP_MAX_SETS;
-	bool solve_all = use_dp && k > 1 && n_sets <= TOPO_SOLVE_ALL_SETS
-			 && n_sets * P_S(gs) <= TOPO_SOLVE_ALL_SLOTS;
+	gs->k = gs->Q / gs->M;
+	gs->size = E / gs->Q;
+	gs->sub_opts = *opts;
+	gs->sub_opts.gpus_per_node = 0;
+	gs->sub_opts.node_policy = MP_NODES_REPORT;
+	gs->sub_opts.n_groups = 0;
+	gs->sub_opts.progress = NULL;
+	uint64_t n_sets = binomial(gs->Q, gs->k);
+	*gl = (struct glayer){ 0 };
+	gl->use_dp = gs->Q <= TOPO_DP_MAX_GROUPS && n_sets <= TOPO_DP_MAX_SETS;
+	gl->solve_all = gl->use_dp && gs->k > 1 && n_sets <= TOPO_SOLVE_ALL_SETS
+			&& n_sets * P_S(*gs) <= TOPO_SOLVE_ALL_SLOTS;
 	/* The node sub-layers share the layer's work: small nodes go to
 	 * GLPK's MIP, whose budget (seconds when it cannot prove) the whole
 	 * layer would not have spent; beyond 8 sub-layers each gets a share. */
-	uint64_t n_solves = solve_all ? n_sets : gs.M;
+	uint64_t n_solves = gl->solve_all ? n_sets : gs->M;
 	if (n_solves > TOPO_FULL_EFFORT_SOLVES) {
-		gs.sub_opts.effort = opts->effort * TOPO_FULL_EFFORT_SOLVES / (double)n_solves;
+		gs->sub_opts.effort = opts->effort * TOPO_FULL_EFFORT_SOLVES / (double)n_solves;
 	}
-	size_t n_masks = use_dp ? (size_t)1 << Q : 1;
+	gl->n_masks = gl->use_dp ? (size_t)1 << gs->Q : 1;
+	gl->n_sub = gl->solve_all ? (uint32_t)n_sets : gs->M;
+}
+
+/* gl's arrays (and gs->sub_w). 0 or MP_ENOMEM. */
+static int groups_alloc(struct groups *gs, struct glayer *gl)
+{
 	/* (sizes of at least 1: pl_check_groups makes Q and Ek positive, but
 	 * the static analyser cannot see it) */
-	size_t q_alloc = Q ? Q : 1;
+	uint32_t Ek = gs->k * gs->size;
+	size_t q_alloc = gs->Q ? gs->Q : 1;
 	size_t ek_alloc = Ek ? Ek : 1;
-	double *gload = calloc(q_alloc, sizeof(*gload));
-	uint32_t *node_groups = calloc(q_alloc, sizeof(*node_groups));
-	uint32_t *ids = calloc(ek_alloc, sizeof(*ids));
-	uint32_t *r_scratch = calloc(ek_alloc, sizeof(*r_scratch));
-	double *size_scratch = calloc(ek_alloc, sizeof(*size_scratch));
-	double *val = use_dp ? malloc(sizeof(*val) * n_masks) : NULL;
-	double *f = use_dp ? malloc(sizeof(*f) * n_masks) : NULL;
-	uint32_t *choice = use_dp ? calloc(n_masks, sizeof(*choice)) : NULL;
-	/* Solved node sub-layers: one per k-subset (solve_all) or per node. */
-	uint32_t n_sub = solve_all ? (uint32_t)n_sets : gs.M;
-	struct mp_placement *subs = calloc(n_sub ? n_sub : 1, sizeof(*subs));
-	uint32_t *sub_of_mask = solve_all ? calloc(n_masks, sizeof(*sub_of_mask)) : NULL;
-	gs.sub_w = calloc(ek_alloc, sizeof(*gs.sub_w));
-	if (!gload || !node_groups || !ids || !r_scratch || !size_scratch || !subs || !gs.sub_w
-	    || (use_dp && (!val || !f || !choice)) || (solve_all && !sub_of_mask)) {
-		goto out;
+	size_t n_masks = gl->n_masks;
+	gl->gload = calloc(q_alloc, sizeof(*gl->gload));
+	gl->node_groups = calloc(q_alloc, sizeof(*gl->node_groups));
+	gl->ids = calloc(ek_alloc, sizeof(*gl->ids));
+	gl->r_scratch = calloc(ek_alloc, sizeof(*gl->r_scratch));
+	gl->size_scratch = calloc(ek_alloc, sizeof(*gl->size_scratch));
+	gl->val = gl->use_dp ? malloc(sizeof(*gl->val) * n_masks) : NULL;
+	gl->f = gl->use_dp ? malloc(sizeof(*gl->f) * n_masks) : NULL;
+	gl->choice = gl->use_dp ? calloc(n_masks, sizeof(*gl->choice)) : NULL;
+	gl->subs = calloc(gl->n_sub ? gl->n_sub : 1, sizeof(*gl->subs));
+	gl->sub_of_mask = gl->solve_all ? calloc(n_masks, sizeof(*gl->sub_of_mask)) : NULL;
+	gl->node_proven = calloc(gs->M ? gs->M : 1, sizeof(*gl->node_proven));
+	gs->sub_w = calloc(ek_alloc, sizeof(*gs->sub_w));
+	if (!gl->gload || !gl->node_groups || !gl->ids || !gl->r_scratch || !gl->size_scratch
+	    || !gl->subs || !gl->node_proven || !gs->sub_w
+	    || (gl->use_dp && (!gl->val || !gl->f || !gl->choice))
+	    || (gl->solve_all && !gl->sub_of_mask)) {
+		return MP_ENOMEM;
 	}
+	return 0;
+}
+
+static void groups_free(struct groups *gs, struct glayer *gl)
+{
+	if (gl->subs) {
+		for (uint32_t i = 0; i < gl->n_sub; i++) {
+			mp_placement_finish(&gl->subs[i]);
+		}
+	}
+	free(gl->subs);
+	free(gl->sub_of_mask);
+	free(gl->gload);
+	free(gl->node_groups);
+	free(gl->ids);
+	free(gl->r_scratch);
+	free(gl->size_scratch);
+	free(gl->val);
+	free(gl->f);
+	free(gl->choice);
+	free(gl->node_proven);
+	free(gs->sub_w);
+}
+
+/* Each group's load, the mean GPU load, and the mean as the first bound. */
+static void group_loads(const struct groups *gs, struct glayer *gl)
+{
 	double sum = 0;
-	for (uint32_t q = 0; q < Q; q++) {
-		for (uint32_t x = 0; x < gs.size; x++) {
-			gload[q] += w[q * gs.size + x];
+	for (uint32_t q = 0; q < gs->Q; q++) {
+		for (uint32_t x = 0; x < gs->size; x++) {
+			gl->gload[q] += gs->w[q * gs->size + x];
 		}
-		sum += gload[q];
+		sum += gl->gload[q];
 	}
-	double mean = sum / G;
-	double bound = mean;
-	int method;
+	gl->mean = sum / gs->G;
+	gl->bound = gl->mean;
+}
+
+/* Groups to nodes by the subset DP: every k-subset's quick bound (and,
+ * with solve_all, its node solved) gives a bound over assignments; with
+ * solve_all, the nodes' proven bounds give another, and the assignment
+ * is the best over the solver's node plans, else the best by quick
+ * bounds. 0 or an error of the node solves. */
+static int assign_by_dp(const struct groups *gs, struct glayer *gl)
+{
+	uint32_t k = gs->k;
+	uint32_t full = (uint32_t)(gl->n_masks - 1);
 	uint32_t set[32];
-	if (k == 1) {
-		method = GL_M_FIXED;
-		for (uint32_t q = 0; q < Q; q++) {
-			node_groups[q] = q;
+	for (size_t m = 0; m < gl->n_masks; m++) {
+		gl->val[m] = (double)NAN;
+		gl->f[m] = (double)NAN;
+	}
+	uint32_t si = 0;
+	for (uint32_t m = 0; m <= full; m++) {
+		if (popcount(m) != k) {
+			continue;
 		}
-	} else if (use_dp) {
-		uint32_t full = (uint32_t)(n_masks - 1);
-		for (size_t m = 0; m < n_masks; m++) {
-			val[m] = (double)NAN;
-			f[m] = (double)NAN;
+		set_of_mask(m, set);
+		gl->val[m] = quick_bound(gs, set, gl->r_scratch, gl->size_scratch);
+		if (gl->solve_all) {
+			int rc = solve_node(gs, set, &gl->subs[si]);
+			if (rc != 0) {
+				return rc;
+			}
+			gl->sub_of_mask[m] = si++;
 		}
-		/* Every k-subset: its quick bound, and when few, its solved plan. */
-		uint32_t si = 0;
+	}
+	double b0 = dp_partition(full, k, gl->val, gl->f, gl->choice);
+	if (b0 > gl->bound) {
+		gl->bound = b0;
+	}
+	if (gl->solve_all && gl->sub_of_mask) {
+		/* The bound over assignments from each node's proven bound. */
 		for (uint32_t m = 0; m <= full; m++) {
-			if (popcount(m) != k) {
-				continue;
+			const struct mp_placement *sp = &gl->subs[gl->sub_of_mask[m]];
+			if (!isnan(gl->val[m]) && sp->layers) {
+				gl->val[m] = sp->layers[0].lower_bound;
 			}
-			set_of_mask(m, set);
-			val[m] = quick_bound(&gs, set, r_scratch, size_scratch);
-			if (solve_all) {
-				rc = solve_node(&gs, set, &subs[si]);
-				if (rc != 0) {
-					goto out;
-				}
-				sub_of_mask[m] = si++;
-			}
+			gl->f[m] = (double)NAN;
 		}
-		double b0 = dp_partition(full, k, val, f, choice);
-		if (b0 > bound) {
-			bound = b0;
+		double b1 = dp_partition(full, k, gl->val, gl->f, gl->choice);
+		if (b1 > gl->bound) {
+			gl->bound = b1;
 		}
-		if (solve_all && sub_of_mask) {
-			/* The bound over assignments from each node's proven bound. */
-			for (uint32_t m = 0; m <= full; m++) {
-				const struct mp_placement *sp = &subs[sub_of_mask[m]];
-				if (!isnan(val[m]) && sp->layers) {
-					val[m] = sp->layers[0].lower_bound;
-				}
-				f[m] = (double)NAN;
+		/* The best assignment over the solver's node plans. */
+		for (uint32_t m = 0; m <= full; m++) {
+			const struct mp_placement *sp = &gl->subs[gl->sub_of_mask[m]];
+			if (!isnan(gl->val[m]) && sp->layers) {
+				gl->val[m] = sp->layers[0].max_load;
 			}
-			double b1 = dp_partition(full, k, val, f, choice);
-			if (b1 > bound) {
-				bound = b1;
-			}
-			/* The best assignment over the solver's node plans. */
-			for (uint32_t m = 0; m <= full; m++) {
-				const struct mp_placement *sp = &subs[sub_of_mask[m]];
-				if (!isnan(val[m]) && sp->layers) {
-					val[m] = sp->layers[0].max_load;
-				}
-				f[m] = (double)NAN;
-			}
-			dp_partition(full, k, val, f, choice);
+			gl->f[m] = (double)NAN;
 		}
-		uint32_t mask = full;
-		for (uint32_t n = 0; n < gs.M; n++) {
-			set_of_mask(choice[mask], node_groups + n * k);
-			mask ^= choice[mask];
+		dp_partition(full, k, gl->val, gl->f, gl->choice);
+	}
+	uint32_t mask = full;
+	for (uint32_t n = 0; n < gs->M; n++) {
+		set_of_mask(gl->choice[mask], gl->node_groups + n * k);
+		mask ^= gl->choice[mask];
+	}
+	return 0;
+}
+
+/* Groups to nodes (gl->node_groups), the bound over assignments so far
+ * and the method. 0 or an error. */
+static int assign_groups(const struct groups *gs, struct glayer *gl)
+{
+	int rc = 0;
+	if (gs->k == 1) {
+		gl->method = GL_M_FIXED;
+		for (uint32_t q = 0; q < gs->Q; q++) {
+			gl->node_groups[q] = q;
 		}
-		method = solve_all ? GL_M_ALL : GL_M_DP;
+	} else if (gl->use_dp) {
+		rc = assign_by_dp(gs, gl);
+		gl->method = gl->solve_all ? GL_M_ALL : GL_M_DP;
 	} else {
-		rc = groups_lpt(&gs, gload, node_groups);
-		if (rc != 0) {
-			goto out;
+		rc = groups_lpt(gs, gl->gload, gl->node_groups);
+		if (rc == 0) {
+			gl->bound = simple_bound(gs, gl->gload, gl->mean);
 		}
-		bound = simple_bound(&gs, gload, mean);
-		method = GL_M_LPT;
+		gl->method = GL_M_LPT;
 	}
-	bool timed_out = false;
-	bool *node_proven = calloc(gs.M, sizeof(*node_proven));
-	if (!node_proven) {
-		rc = MP_ENOMEM;
-		goto out;
-	}
-	for (uint32_t n = 0; n < gs.M; n++) {
-		const uint32_t *ng = node_groups + n * k;
+	return rc;
+}
+
+/* Each node's plan (solved now, or the k-subset's solved before) copied
+ * into out; with one group per node, each node's bound holds for every
+ * plan. 0 or an error of the node solves. */
+static int place_nodes(const struct groups *gs, struct glayer *gl, struct mp_layer_placement *out)
+{
+	uint32_t k = gs->k;
+	for (uint32_t n = 0; n < gs->M; n++) {
+		const uint32_t *ng = gl->node_groups + n * k;
 		const struct mp_layer_placement *sub;
-		if (solve_all && sub_of_mask) {
+		if (gl->solve_all && gl->sub_of_mask) {
 			uint32_t m = 0;
 			for (uint32_t j = 0; j < k; j++) {
 				m |= 1u << ng[j];
 			}
-			sub = &subs[sub_of_mask[m]].layers[0];
+			sub = &gl->subs[gl->sub_of_mask[m]].layers[0];
 		} else {
-			rc = solve_node(&gs, ng, &subs[n]);
+			int rc = solve_node(gs, ng, &gl->subs[n]);
 			if (rc != 0) {
-				free(node_proven);
-				goto out;
+				return rc;
 			}
-			sub = &subs[n].layers[0];
-			if (k == 1 && sub->lower_bound > bound) {
+			sub = &gl->subs[n].layers[0];
+			if (k == 1 && sub->lower_bound > gl->bound) {
 				/* One group per node: every assignment puts this group
 				 * alone on some node, so its bound holds. */
-				bound = sub->lower_bound;
+				gl->bound = sub->lower_bound;
 			}
 		}
 		if (sub->status == MP_PLACE_TIME_LIMIT) {
-			timed_out = true;
+			gl->timed_out = true;
 		}
-		node_proven[n] = sub->status == MP_PLACE_OPTIMAL;
-		put_node(&gs, n, ng, sub, ids, out);
+		gl->node_proven[n] = sub->status == MP_PLACE_OPTIMAL;
+		put_node(gs, n, ng, sub, gl->ids, out);
 	}
+	return 0;
+}
+
+/* out's busiest and mean load, bound, status and method. Optimal only on
+ * an exact proof (issue 17): the node holding the plan's exactly busiest
+ * GPU is proven, and with one group per node (every plan puts each group
+ * alone on a node) its optimum bounds every plan; with several, every
+ * assignment must meet it (every_assignment_reaches). */
+static void groups_verdict(const struct groups *gs, struct glayer *gl,
+			   struct mp_layer_placement *out)
+{
 	double mx = 0;
-	for (uint32_t g = 0; g < G; g++) {
+	for (uint32_t g = 0; g < gs->G; g++) {
 		if (out->gpu_load[g] > mx) {
 			mx = out->gpu_load[g];
 		}
 	}
 	struct pl_prob prob;
-	pl_prob_init(&prob, w, E, G, S);
+	pl_prob_init(&prob, gs->w, gs->E, gs->G, gs->S);
 	out->max_load = mx;
-	out->mean_load = mean;
-	/* Optimal only on an exact proof (issue 17): the node holding the
-	 * plan's exactly busiest GPU is proven, and with one group per node
-	 * (every plan puts each group alone on a node) its optimum bounds every
-	 * plan; with several, every assignment must meet it
-	 * (every_assignment_reaches). */
+	out->mean_load = gl->mean;
 	uint32_t gmax = pl_x_argmax(&prob, out->slot_expert, out->replicas);
-	bool node_ok = node_proven[gmax / gs.P];
-	bool proven = !timed_out && node_ok;
-	if (proven && k > 1) {
-		proven = solve_all && sub_of_mask
-			 && every_assignment_reaches(&gs, subs, sub_of_mask, out, gmax, val, f, choice);
+	bool node_ok = gl->node_proven[gmax / gs->P];
+	bool proven = !gl->timed_out && node_ok;
+	if (proven && gs->k > 1) {
+		proven = gl->solve_all && gl->sub_of_mask
+			 && every_assignment_reaches(gs, gl->subs, gl->sub_of_mask, out, gmax,
+						     gl->val, gl->f, gl->choice);
 	}
-	free(node_proven);
-	double b = bound < mx ? bound : mx;
+	double b = gl->bound < mx ? gl->bound : mx;
 	mp_layer_placement_set_bound(out, proven ? mx : pl_x_round_down(&prob, b),
-				     timed_out ? MP_PLACE_TIME_LIMIT
+				     gl->timed_out ? MP_PLACE_TIME_LIMIT
 				     : proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE);
-	out->method = M_GROUPS[method][proven || timed_out ? 0 : node_ok ? 2 : 1];
-	out->seconds = pl_now() - t0;
-	rc = 0;
-out:
-	if (subs) {
-		for (uint32_t i = 0; i < n_sub; i++) {
-			mp_placement_finish(&subs[i]);
-		}
+	out->method = M_GROUPS[gl->method][proven || gl->timed_out ? 0 : node_ok ? 2 : 1];
+}
+
+int pl_solve_groups(const double *w, uint32_t E, uint32_t G, uint32_t S,
+		    const struct mp_place_options *opts, double deadline,
+		    struct mp_layer_placement *out)
+{
+	double t0 = pl_now();
+	struct groups gs;
+	struct glayer gl;
+	groups_setup(&gs, &gl, w, E, G, S, opts, deadline);
+	int rc = groups_alloc(&gs, &gl);
+	if (rc == 0) {
+		group_loads(&gs, &gl);
+		rc = assign_groups(&gs, &gl);
 	}
-	free(subs);
-	free(sub_of_mask);
-	free(gload);
-	free(node_groups);
-	free(ids);
-	free(r_scratch);
-	free(size_scratch);
-	free(val);
-	free(f);
-	free(choice);
-	free(gs.sub_w);
+	if (rc == 0) {
+		rc = place_nodes(&gs, &gl, out);
+	}
+	if (rc == 0) {
+		groups_verdict(&gs, &gl, out);
+		out->seconds = pl_now() - t0;
+	}
+	groups_free(&gs, &gl);
 	return rc;
 }
 

@@ -24,6 +24,7 @@
  */
 #include "replan/internal.h"
 #include "placement/internal.h"
+#include "placement/glpk-internal.h"
 
 #include <glpk.h>
 #include <math.h>
