@@ -128,12 +128,32 @@ MP_EXPORT int mp_place_eplb_hierarchical(const double *w, uint32_t n_experts, ui
 /** Evaluate a given map (slot_expert[gpus*slots_per_gpu]) under loads
  * w[n_experts] with the even split: fills replicas, slot_load, gpu_load,
  * max_load, mean_load, lower_bound, gap and status of out (slot_expert is
- * copied in). A GPU holding one expert twice is evaluated as it stands.
+ * copied in). A GPU holding one expert twice is evaluated as it stands;
+ * its lower_bound is then the mean load (the bounds of
+ * mp_place_lower_bound assume at most one replica per GPU).
  * Returns MP_EINVAL when an id is out of range, an expert has no replica or
  * a load is negative (out untouched), MP_ENOMEM. */
 MP_EXPORT int mp_place_evaluate(const uint32_t *slot_expert, const double *w,
 		      uint32_t n_experts, uint32_t gpus, uint32_t slots_per_gpu,
 		      struct mp_layer_placement *out);
+
+/** Slots of slot_expert[gpus*slots_per_gpu] that repeat an expert already
+ * on the same GPU (0 for a map the solver could produce). */
+MP_EXPORT uint32_t mp_place_duplicates(const uint32_t *slot_expert, uint32_t gpus,
+				       uint32_t slots_per_gpu);
+
+/** Check a given map (e.g. an engine's) against loads with the same layers
+ * and experts: eval (initialised, allocated here) is the map evaluated layer
+ * by layer (mp_place_evaluate); best (initialised) is the solver's own
+ * plan for the same shape (mp_place with opts). Each layer of eval whose map
+ * holds no expert twice on a GPU takes the solver's proven lower_bound when
+ * it is stronger (it bounds every such map); a map with duplicates keeps the
+ * mean. The gap and status are set by mp_layer_placement_set_bound (map.h).
+ * Returns 0, MP_EINVAL (shapes differ, ids out of range, an expert with no
+ * slot), MP_ENOMEM, or mp_place's error (with diags). */
+MP_EXPORT int mp_place_check(const struct mp_placement *map, const struct mp_loads *loads,
+			     const struct mp_place_options *opts, struct mp_placement *eval,
+			     struct mp_placement *best, struct mp_diags *diags);
 
 #ifdef __cplusplus
 }

@@ -138,23 +138,6 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	return 0;
 }
 
-/* Slots of layer l that repeat an expert already on the same GPU. */
-static uint32_t layer_duplicates(const struct mp_placement *map, uint32_t l)
-{
-	const uint32_t S = map->slots_per_gpu;
-	const uint32_t *m = map->layers[l].slot_expert;
-	uint32_t n = 0;
-	for (uint32_t p = 0; p < map->gpus * S; p++) {
-		for (uint32_t q = p - p % S; q < p; q++) {
-			if (m[q] == m[p]) {
-				n++;
-				break;
-			}
-		}
-	}
-	return n;
-}
-
 #define CHECK_MAX_WARNINGS 20
 
 static void warn_duplicates(const char *path, const struct mp_placement *map)
@@ -275,7 +258,8 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 			mp_doc_put_real(ld, "gap", lp->gap);
 			mp_doc_put_real(ld, "best_max_load", best->layers[l].max_load);
 			mp_doc_put_string(ld, "best_status", mp_place_status_name(best->layers[l].status));
-			uint32_t dups = layer_duplicates(map, l);
+			uint32_t dups = mp_place_duplicates(map->layers[l].slot_expert, map->gpus,
+							    map->slots_per_gpu);
 			if (dups > 0) {
 				double *g = calloc(map->gpus, sizeof(*g));
 				mp_doc_put_int(ld, "duplicates", dups);
@@ -299,8 +283,10 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 			}
 			mp_doc_put(ld, "replicas", r ? mp_doc_uints(r, map->n_experts) : NULL);
 			free(r);
-			if (layer_duplicates(map, l) > 0) {
-				mp_doc_put_int(ld, "duplicates", layer_duplicates(map, l));
+			uint32_t dups = mp_place_duplicates(map->layers[l].slot_expert, map->gpus,
+							    map->slots_per_gpu);
+			if (dups > 0) {
+				mp_doc_put_int(ld, "duplicates", dups);
 			}
 		}
 		mp_doc_put(layers, NULL, ld);
@@ -376,40 +362,17 @@ int cmd_check(int argc, char **argv)
 				  map.n_experts);
 			goto out;
 		}
-		rc = mp_placement_alloc(&eval, map.n_layers, map.n_experts, map.gpus, map.slots_per_gpu);
-		for (uint32_t l = 0; l < map.n_layers && rc == 0; l++) {
-			rc = mp_place_evaluate(map.layers[l].slot_expert, mp_loads_row(&loads, l),
-					       map.n_experts, map.gpus, map.slots_per_gpu, &eval.layers[l]);
-		}
-		if (rc != 0) {
-			cli_error("%s: %s", a.plan, mp_strerror(rc));
-			goto out;
-		}
-		/* The solver's proven bound is stronger than the quick one. */
+		/* The map as it stands, bounded by the solver's proof. */
 		struct mp_place_options opts;
 		mp_place_options_init(&opts);
 		opts.time_limit_s = a.time_limit_s;
-		rc = mp_place(&loads, map.gpus, map.slots_per_gpu, &opts, &best, &diags);
+		rc = mp_place_check(&map, &loads, &opts, &eval, &best, &diags);
 		if (rc != 0) {
 			cli_print_diags(&diags);
 			if (diags.count == 0) {
-				cli_error("%s: %s", a.loads, mp_strerror(rc));
+				cli_error("%s: %s", a.plan, mp_strerror(rc));
 			}
 			goto out;
-		}
-		for (uint32_t l = 0; l < map.n_layers; l++) {
-			struct mp_layer_placement *lp = &eval.layers[l];
-			double lb = best.layers[l].lower_bound;
-			if (layer_duplicates(&map, l) > 0) {
-				/* the solver's bounds assume one replica per GPU; with
-				 * two, only the mean is a bound for certain */
-				lp->lower_bound = lp->mean_load;
-				lp->gap = lp->max_load > 0 ? (lp->max_load - lp->mean_load) / lp->max_load : 0;
-				continue;
-			}
-			if (lb > lp->lower_bound && lb <= lp->max_load) {
-				mp_layer_placement_set_bound(lp, lb, lp->status);
-			}
 		}
 	}
 	if (a.svg) {

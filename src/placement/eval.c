@@ -32,6 +32,27 @@ double mp_place_lower_bound(const double *w, uint32_t n_experts, uint32_t gpus,
 	return pl_x_round_down(&prob, lb);
 }
 
+/* True when some GPU holds one expert in two of its slots. */
+static bool map_has_duplicates(const uint32_t *slot_expert, uint32_t gpus, uint32_t slots_per_gpu)
+{
+	return mp_place_duplicates(slot_expert, gpus, slots_per_gpu) > 0;
+}
+
+uint32_t mp_place_duplicates(const uint32_t *slot_expert, uint32_t gpus, uint32_t slots_per_gpu)
+{
+	const uint32_t S = slots_per_gpu;
+	uint32_t n = 0;
+	for (uint64_t p = 0; p < (uint64_t)gpus * S; p++) {
+		for (uint64_t q = p - p % S; q < p; q++) {
+			if (slot_expert[q] == slot_expert[p]) {
+				n++;
+				break;
+			}
+		}
+	}
+	return n;
+}
+
 int mp_place_evaluate(const uint32_t *slot_expert, const double *w, uint32_t n_experts,
 		      uint32_t gpus, uint32_t slots_per_gpu, struct mp_layer_placement *out)
 {
@@ -83,7 +104,12 @@ int mp_place_evaluate(const uint32_t *slot_expert, const double *w, uint32_t n_e
 	free(r);
 	out->max_load = mx;
 	out->mean_load = sum / gpus;
-	double lb = mp_place_lower_bound(w, n_experts, gpus, slots_per_gpu);
+	/* The solver's bounds assume at most one replica of an expert per
+	 * GPU; a map that holds one twice (engines allow it) is outside that
+	 * class, and only the mean bounds it for certain. */
+	double lb = map_has_duplicates(out->slot_expert, gpus, slots_per_gpu)
+			    ? out->mean_load
+			    : mp_place_lower_bound(w, n_experts, gpus, slots_per_gpu);
 	struct pl_prob prob;
 	pl_prob_init(&prob, w, n_experts, gpus, slots_per_gpu);
 	/* Optimal only on an exact proof: every GPU carries exactly the same
