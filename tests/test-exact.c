@@ -318,6 +318,47 @@ static void regression_equal_few_slots(void **state)
 	mp_placement_finish(&pl);
 }
 
+/* A layer far beyond the enumeration and the branch and bound (64
+ * experts, 8 GPUs x 9 slots), shaped like a real trace: token counts
+ * 5,000..80,000 whose sum is a multiple of 8. The mean sum / 8 bounds
+ * every plan, so a plan with every GPU exactly at the mean is optimal;
+ * the test checks that in integers (each GPU's load times L = 840, the
+ * lcm of 1..8, against sum * 840 / 8), independently of the library. */
+static void balanced_large_layer(void **state)
+{
+	(void)state;
+	enum { E = 64, G = 8, S = 9 };
+	uint64_t seed = 0x5eedull;
+	uint64_t wi[E];
+	double w[E];
+	uint64_t sum = 0;
+	for (uint32_t e = 0; e < E; e++) {
+		wi[e] = 5000 + rnd(&seed) % 75001;
+		sum += wi[e];
+	}
+	wi[0] += (8 - sum % 8) % 8;
+	sum += (8 - sum % 8) % 8;
+	for (uint32_t e = 0; e < E; e++) {
+		w[e] = (double)wi[e];
+	}
+	struct mp_placement pl;
+	struct mp_layer_placement *lp = place_one(&pl, w, E, G, S);
+	uint64_t L = 840;
+	for (uint32_t g = 0; g < G; g++) {
+		uint64_t l = 0;
+		for (uint32_t s = 0; s < S; s++) {
+			uint32_t e = lp->slot_expert[g * S + s];
+			assert_true(e < E);
+			assert_true(L % lp->replicas[e] == 0);
+			l += wi[e] * (L / lp->replicas[e]);
+		}
+		assert_int_equal(l, sum * L / G);
+	}
+	assert_int_equal(lp->status, MP_PLACE_OPTIMAL);
+	assert_true(lp->lower_bound == (double)sum / G);
+	mp_placement_finish(&pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -325,6 +366,7 @@ int main(void)
 		cmocka_unit_test(regression_five_gpus),
 		cmocka_unit_test(regression_equal_few_slots),
 		cmocka_unit_test(random_instances),
+		cmocka_unit_test(balanced_large_layer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
