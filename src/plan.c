@@ -396,24 +396,6 @@ int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *op
 	return rc;
 }
 
-static struct mp_doc *hbm_doc(const struct mp_capacity *c)
-{
-	struct mp_doc *d = mp_doc_map();
-	mp_doc_put_int(d, "capacity_bytes", (int64_t)c->capacity_bytes);
-	mp_doc_put_int(d, "weights_bytes", (int64_t)c->weights_bytes);
-	mp_doc_put_int(d, "routed_bytes", (int64_t)c->routed_bytes);
-	mp_doc_put_int(d, "shared_bytes", (int64_t)c->shared_bytes);
-	mp_doc_put_int(d, "dense_bytes", (int64_t)c->dense_bytes);
-	mp_doc_put_int(d, "drafter_bytes", (int64_t)c->drafter_bytes);
-	mp_doc_put_int(d, "kv_cache_bytes", (int64_t)c->kv_bytes);
-	mp_doc_put_int(d, "buffer_bytes", (int64_t)c->buffer_bytes);
-	mp_doc_put_int(d, "workspace_bytes", (int64_t)c->workspace_bytes);
-	mp_doc_put_int(d, "reserve_bytes", (int64_t)c->reserve_bytes);
-	mp_doc_put_int(d, "free_bytes", c->free_bytes);
-	mp_doc_put_bool(d, "fits", c->fits);
-	return d;
-}
-
 static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_phase_spec *spec,
 				 const uint32_t *layer_ids)
 {
@@ -433,7 +415,12 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	mp_doc_put_real(d, "expert_time_s", ph->roofline.time_s);
 	mp_doc_put_real(d, "busiest_gpu_factor", ph->busiest_factor);
 	mp_doc_put_real(d, "predicted_expert_time_s", ph->step_expert_s);
-	mp_doc_put(d, "hbm", hbm_doc(&ph->hbm));
+	/* The keys above are the phase's summary (plan/v1); the whole
+	 * operating point, as `moeplan roofline` writes it, is under roofline. */
+	struct mp_doc *roofline = mp_doc_map();
+	mp_roofline_point_put(roofline, &ph->roofline);
+	mp_doc_put(d, "roofline", roofline);
+	mp_doc_put(d, "hbm", mp_capacity_to_doc(&ph->hbm));
 	if (ph->has_step) {
 		const struct mp_width_candidate *pick = &ph->widths.items[ph->widths.chosen];
 		mp_doc_put_real(d, "requests_per_gpu", ph->requests);

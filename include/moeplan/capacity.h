@@ -45,6 +45,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moeplan/doc.h"
 #include "moeplan/model.h"
 #include "moeplan/roofline.h"
 #include "moeplan/visibility.h"
@@ -107,6 +108,20 @@ struct mp_capacity {
 	double kv_bytes_per_request; /**< at the input's context */
 	enum mp_buffer_mode buffers; /**< the layout used (never AUTO) */
 };
+
+/** The name of a buffer layout: "auto", "low-latency", "normal" or
+ * "none" (what `moeplan fit --buffers` takes). */
+MP_EXPORT const char *mp_buffer_mode_name(enum mp_buffer_mode mode);
+
+/** The one document of an HBM breakdown, used by `plan` (each phase's
+ * `hbm`) and `fit` (its `hbm`): a map of capacity_bytes, weights_bytes
+ * (= routed + shared + dense + drafter), routed_bytes, shared_bytes,
+ * dense_bytes, drafter_bytes, kv_cache_bytes, buffer_bytes, buffer_layout
+ * (mp_buffer_mode_name), workspace_bytes, reserve_bytes, used_bytes,
+ * free_bytes (negative when it does not fit) and fits, in that order.
+ * Bytes per GPU. Returns a new map (mp_doc_free), or NULL on allocation
+ * failure. */
+MP_EXPORT struct mp_doc *mp_capacity_to_doc(const struct mp_capacity *c);
 
 /** Bytes of the communication buffers alone for T tokens per rank (formulas
  * in the file comment). mode must not be MP_BUFFERS_AUTO. */

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moeplan/doc.h"
 #include "moeplan/model.h"
 #include "moeplan/visibility.h"
 
@@ -176,6 +177,26 @@ struct mp_roofline_point {
 MP_EXPORT int mp_roofline_point(const struct mp_model *model, const struct mp_hardware *hw,
 		      const struct mp_roofline_options *opts, const struct mp_ep_width *width,
 		      double tokens_per_gpu, struct mp_roofline_point *out);
+
+/** The one document of a roofline part (main model or drafter), used by
+ * `roofline` (`main`, `drafter`) and `plan` (each phase's
+ * `roofline.main`): a map of layers, experts, top_k, slots, slots_per_gpu,
+ * tokens_per_expert, intensity_flop_per_byte, intensity_weights_only,
+ * ridge_tokens_per_expert, ridge_tokens_per_expert_weights_only, bound
+ * ("compute" or "memory"), flops, act_bytes, weight_bytes (FLOP and bytes
+ * per GPU per step), compute_s, memory_s, overlap_s and additive_s
+ * (seconds per step), in that order. Returns a new map, or NULL on
+ * allocation failure. */
+MP_EXPORT struct mp_doc *mp_roofline_part_to_doc(const struct mp_roofline_part *part);
+
+/** Put an operating point's parts and totals into the map doc: `main`,
+ * `drafter` (only when the model has one) as mp_roofline_part_to_doc, and
+ * `step`: flops, bytes (per GPU per step, main + drafter), compute_s,
+ * memory_s, overlap_s, additive_s, expert_time_s (the time under the
+ * options' assumption) and tokens_per_s_per_gpu (b / expert_time_s, NAN
+ * at zero time). The one serialiser of the point, used by `roofline` (at
+ * the top level of its output) and `plan` (each phase's `roofline`). */
+MP_EXPORT void mp_roofline_point_put(struct mp_doc *doc, const struct mp_roofline_point *point);
 
 /** Predicting a step time at one EP width from a measurement at another. */
 struct mp_roofline_compare {

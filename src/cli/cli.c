@@ -1,16 +1,12 @@
-/* Helpers shared by the subcommands: help, usage errors, option values,
- * diagnostics and output. */
+/* Messages the subcommands share: usage errors, errors, diagnostics, the
+ * wall-clock warning, and numbers as text (counts, SI prefixes). Option
+ * values are in args.c, outputs in output.c, the option tables in opt.c. */
 #include "cli.h"
 #include "moeplan/placement.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 bool cli_quiet;
 
@@ -40,124 +36,6 @@ void cli_error(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
-		   uint32_t min, uint32_t max, uint32_t *out)
-{
-	char *end = NULL;
-	errno = 0;
-	unsigned long long v = strtoull(text, &end, 10);
-	/* strtoull skips leading blanks; an option value should not have any */
-	if (errno || end == text || *end != '\0' || strchr(text, '-') || isspace((unsigned char)text[0])
-	    || v < min || v > max) {
-		cli_usage(cmd, "--%s '%s': expected a whole number from %u to %u", opt, text, min, max);
-		return false;
-	}
-	*out = (uint32_t)v;
-	return true;
-}
-
-bool cli_parse_double(const char *cmd, const char *opt, const char *text,
-		      double min, double max, double *out)
-{
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(text, &end);
-	if (errno || end == text || *end != '\0' || !isfinite(v) || isspace((unsigned char)text[0])
-	    || v < min || v > max) {
-		cli_usage(cmd, "--%s '%s': expected a number from %g to %g", opt, text, min, max);
-		return false;
-	}
-	*out = v;
-	return true;
-}
-
-bool cli_parse_format(const char *cmd, const char *text, bool *json)
-{
-	if (strcmp(text, "yaml") == 0) {
-		*json = false;
-		return true;
-	}
-	if (strcmp(text, "json") == 0) {
-		*json = true;
-		return true;
-	}
-	cli_usage(cmd, "--format '%s': expected 'yaml' or 'json'", text);
-	return false;
-}
-
-bool cli_same_file(const char *out_path, const char *in_path)
-{
-	if (!out_path || !in_path || strcmp(out_path, "-") == 0) {
-		return false;
-	}
-	if (strcmp(out_path, in_path) == 0) {
-		return true;
-	}
-	struct stat a, b;
-	if (stat(out_path, &a) != 0 || stat(in_path, &b) != 0) {
-		return false;
-	}
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-const char *cli_write_error(int rc, int err)
-{
-	return rc == MP_EIO && err != 0 ? strerror(err) : mp_strerror(rc);
-}
-
-int cli_emit(const struct mp_doc *doc, const char *path, bool json)
-{
-	int rc = mp_doc_save(doc, path, json);
-	if (rc) {
-		int err = errno;
-		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
-			  cli_write_error(rc, err));
-		return EXIT_INPUT;
-	}
-	return EXIT_OK;
-}
-
-int cli_check_outputs(const char *const *outputs, size_t n_outputs)
-{
-	for (size_t o = 0; o < n_outputs; o++) {
-		const char *out = outputs[o];
-		if (!out || strcmp(out, "-") == 0) {
-			continue;
-		}
-		if (out[0] == '\0') {
-			cli_error("an output file name is empty");
-			return EXIT_USAGE;
-		}
-		struct stat st;
-		if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
-			cli_error("%s: cannot write: %s", out, strerror(EISDIR));
-			return EXIT_INPUT;
-		}
-		/* the folder: everything up to the last '/', or "." */
-		char dir[4096];
-		const char *slash = strrchr(out, '/');
-		size_t len = slash ? (size_t)(slash - out) : 0;
-		if (len >= sizeof(dir)) {
-			continue;
-		}
-		if (slash) {
-			memcpy(dir, out, len);
-			dir[len] = '\0';
-			if (len == 0) {
-				strcpy(dir, "/");
-			}
-		} else {
-			strcpy(dir, ".");
-		}
-		if (access(dir, W_OK | X_OK) != 0) {
-			int err = errno;
-			cli_error("%s: cannot write: %s", out, strerror(err));
-			return EXIT_INPUT;
-		}
-	}
-	return EXIT_OK;
 }
 
 const char *cli_s(double n)
@@ -213,4 +91,26 @@ uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const
 		mp_doc_put(doc, "wall_clock_limit", w);
 	}
 	return layers;
+}
+
+void cli_si(double value, const char *unit, char *buf, size_t size)
+{
+	static const struct {
+		double scale;
+		const char *prefix;
+	} prefixes[] = {
+		{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"},
+	};
+	if (!isfinite(value)) {
+		snprintf(buf, size, "%s", isnan(value) ? "n/a" : "unbounded");
+		return;
+	}
+	double a = fabs(value);
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (a >= prefixes[i].scale) {
+			snprintf(buf, size, "%.4g %s%s", value / prefixes[i].scale, prefixes[i].prefix, unit);
+			return;
+		}
+	}
+	snprintf(buf, size, "%.4g %s", value, unit);
 }

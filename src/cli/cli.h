@@ -6,7 +6,7 @@
  *     0 success, 1 bad input or "does not fit", 2 usage error,
  *     3 solver limit reached with no feasible plan.
  * and is registered in the table in main.c with its one-line summary and
- * its help printer.
+ * its help (struct cli_command_help: the option table, opt.h).
  */
 #ifndef MOEPLAN_CLI_H
 #define MOEPLAN_CLI_H
@@ -27,12 +27,15 @@
 #define EXIT_USAGE 2
 #define EXIT_SOLVER 3
 
-/* Plural suffix for a count: "" when n is 1, else "s" ("1 layer", "2 layers"). */
-const char *cli_s(double n);
+struct mp_placement;
+struct mp_model;
+struct mp_hardware;
+struct mp_ep_width;
 
-/* A count as text: an integer value as an integer (100000, never 1e+05),
- * else %.4g. Returns buf. */
-const char *cli_num(double v, char *buf, size_t size);
+/* ---- messages and numbers as text (cli.c) ---- */
+
+/** Global flags set by main before dispatch. */
+extern bool cli_quiet;
 
 /** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
  * to stderr and returns EXIT_USAGE. */
@@ -44,7 +47,6 @@ void cli_print_diags(const struct mp_diags *diags);
 /** Print an error about a file without position: "moeplan: path: message". */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-struct mp_placement;
 /** Issue 16 item 4: searches are bounded by counted work, so outputs are
  * byte-identical on any machine, except when the wall-clock safety limit
  * fires. Count the layers of the n maps whose status is time_limit (a
@@ -54,47 +56,76 @@ struct mp_placement;
 uint32_t cli_report_time_limit(const char *cmd, const struct mp_placement *const *maps, size_t n,
 			       double limit_s, struct mp_doc *doc);
 
+/* Plural suffix for a count: "" when n is 1, else "s" ("1 layer", "2 layers"). */
+const char *cli_s(double n);
+
+/* A count as text: an integer value as an integer (100000, never 1e+05),
+ * else %.4g. Returns buf. */
+const char *cli_num(double v, char *buf, size_t size);
+
+/** "18.8 MB": value with an SI prefix and unit, 4 significant digits. */
+void cli_si(double value, const char *unit, char *buf, size_t size);
+
+/* ---- option values (args.c) ---- */
+
 /** Parse option values; on failure print a usage error naming the option
  * and the allowed range, return false. */
 bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
 		   uint32_t min, uint32_t max, uint32_t *out);
 bool cli_parse_double(const char *cmd, const char *opt, const char *text,
 		      double min, double max, double *out);
+/** Parse a quantity with an optional unit (mp_parse_quantity kind) in [min, max]. */
+bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, const char *kind,
+			double min, double max, double *out);
 
 /** Parse "yaml" or "json" into *json. */
 bool cli_parse_format(const char *cmd, const char *text, bool *json);
+
+enum cli_output { CLI_OUTPUT_TEXT = 0, CLI_OUTPUT_YAML, CLI_OUTPUT_JSON };
+/** Parse --format text|yaml|json. */
+bool cli_parse_output(const char *cmd, const char *text, enum cli_output *out);
+
+/* ---- outputs (output.c) ---- */
 
 /** True when out_path names the same file as in_path (refuse to
  * overwrite an input). Both may be NULL. */
 bool cli_same_file(const char *out_path, const char *in_path);
 
+/** False, after a usage error, when one of outputs[n_outputs] (NULL and "-"
+ * skipped) names one of inputs[n_inputs] or an earlier output. */
+bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_t n_outputs,
+			      const char *const *inputs, size_t n_inputs);
+
+/** Before a long run: can each output (NULL and "-" skipped) be written?
+ * Not when it is a folder, or when its folder is missing or not writable
+ * (the atomic writer makes its temporary file there). Prints
+ * "moeplan: PATH: cannot write: REASON" and returns EXIT_INPUT (EXIT_USAGE
+ * for an empty name), else EXIT_OK. The write itself can still fail later
+ * (a full disk). */
+int cli_check_outputs(const char *const *outputs, size_t n_outputs);
+
 /** Write a document to path (NULL or "-" = stdout) as YAML or JSON,
  * atomically; prints an error and returns EXIT_INPUT on failure. */
 int cli_emit(const struct mp_doc *doc, const char *path, bool json);
 
-/** Global flags set by main before dispatch. */
-extern bool cli_quiet;
+/** Emit doc (YAML or JSON) to path (NULL or "-" = stdout) atomically and
+ * destroy it; an exit status. */
+int cli_emit_doc(struct mp_doc *doc, const char *path, enum cli_output format);
 
-/* Subcommands. */
-int cmd_plan(int argc, char **argv);
-int cmd_place(int argc, char **argv);
-int cmd_check(int argc, char **argv);
-int cmd_simulate(int argc, char **argv);
-extern const struct cli_command_help cmd_plan_help;
-extern const struct cli_command_help cmd_place_help;
-extern const struct cli_command_help cmd_check_help;
-extern const struct cli_command_help cmd_simulate_help;
+/** Write the text print(user, out) prints to path (NULL or "-" = stdout)
+ * atomically (mp_write_atomic: on failure path is untouched); print returns
+ * 0 or an MP_E* code. Prints "moeplan: PATH: cannot write: ..." on failure;
+ * an exit status. */
+int cli_write_text(const char *path, int (*print)(void *user, FILE *out), void *user);
 
-/* roofline, fit, comm (helpers in cmd-roofline.c). */
-struct mp_model;
-struct mp_hardware;
-struct mp_ep_width;
-enum cli_output { CLI_OUTPUT_TEXT = 0, CLI_OUTPUT_YAML, CLI_OUTPUT_JSON };
-/** Parse --format text|yaml|json. */
-bool cli_parse_output(const char *cmd, const char *text, enum cli_output *out);
-/** Parse a quantity with an optional unit (mp_parse_quantity kind) in [min, max]. */
-bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, const char *kind,
-			double min, double max, double *out);
+/** Why a write failed, for "cannot write: ..." messages: strerror(err)
+ * when rc is MP_EIO from mp_write_atomic/mp_doc_save (which leave the
+ * failing call's errno; pass errno read right after the call), else
+ * mp_strerror(rc). */
+const char *cli_write_error(int rc, int err);
+
+/* ---- the per-model commands' inputs: roofline, fit, step, comm (model-input.c) ---- */
+
 /** Load a model and a hardware file, printing diagnostics; an exit status. */
 int cli_load_model_hardware(const char *model_path, const char *hw_path, struct mp_model *model,
 			    struct mp_hardware *hw);
@@ -106,20 +137,37 @@ double cli_default_tokens_per_request(const struct mp_model *model);
  * mp_widths_check; an exit status. */
 int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32_t slots,
 	      uint32_t drafter_slots, uint32_t min_redundant, struct mp_ep_width *out);
-/** "18.8 MB": value with an SI prefix and unit, 4 significant digits. */
-void cli_si(double value, const char *unit, char *buf, size_t size);
-/** Emit doc (YAML or JSON) to path (NULL or "-" = stdout) atomically and
- * destroy it; an exit status. */
-int cli_emit_doc(struct mp_doc *doc, const char *path, enum cli_output format);
-/** Write the text print(user, out) prints to path (NULL or "-" = stdout)
- * atomically (mp_write_atomic: on failure path is untouched); print returns
- * 0 or an MP_E* code. Prints "moeplan: PATH: cannot write: ..." on failure;
- * an exit status. */
-int cli_write_text(const char *path, int (*print)(void *user, FILE *out), void *user);
-/** False, after a usage error, when one of outputs[n_outputs] (NULL and "-"
- * skipped) names one of inputs[n_inputs] or an earlier output. */
-bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_t n_outputs,
-			      const char *const *inputs, size_t n_inputs);
+
+/* Rows of the option tables that several commands share, word for word. */
+#define CLI_OPT_HELP {"help", 'h', NULL, "show this help", NULL}
+#define CLI_OPT_FORMAT_TEXT {"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"}
+#define CLI_OPT_FORMAT_YAML {"format", 'f', "FMT", "yaml (default) or json", "yaml json"}
+#define CLI_OPT_VERBOSE {"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL}
+/* ... and the per-model commands' (roofline, fit, step, comm) */
+#define CLI_OPT_MODEL                                                                        \
+	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json "  \
+	 "(required)", CLI_COMPLETE_INPUT}
+#define CLI_OPT_HARDWARE                                                                     \
+	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT}
+#define CLI_OPT_SLOTS                                                                        \
+	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, " \
+	 "rounded up to a multiple of N)", NULL}
+#define CLI_OPT_DRAFTER_SLOTS(id)                                                            \
+	{"drafter-slots", (id), "S", "the drafter's slots (default: the same rule on its experts)", NULL}
+#define CLI_OPT_MIN_REDUNDANT(id)                                                            \
+	{"min-redundant", (id), "N", "default slots = E + N rounded up to a multiple of EP (the " \
+	 "article's benchmark: 32)", NULL}
+
+/* ---- subcommands (cmd-*.c), each with its option table and help (opt.h) ---- */
+int cmd_plan(int argc, char **argv);
+int cmd_place(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_simulate(int argc, char **argv);
+extern const struct cli_command_help cmd_plan_help;
+extern const struct cli_command_help cmd_place_help;
+extern const struct cli_command_help cmd_check_help;
+extern const struct cli_command_help cmd_simulate_help;
+
 /* Pictures shared by plan, check, replan and roofline (plot-helpers.c).
  * Each writes its SVG to path atomically ("-" = stdout), prints
  * "moeplan: PATH: message" on failure and returns an exit status. */
@@ -260,18 +308,5 @@ int cli_layers_every_row(struct cli_layers *cl, uint32_t n_rows);
  * status. cl NULL or not known: refused with the reason. */
 int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
 		   const char *format, const char *path);
-/** Why a write failed, for "cannot write: ..." messages: strerror(err)
- * when rc is MP_EIO from mp_write_atomic/mp_doc_save (which leave the
- * failing call's errno; pass errno read right after the call), else
- * mp_strerror(rc). */
-const char *cli_write_error(int rc, int err);
-
-/** Before a long run: can each output (NULL and "-" skipped) be written?
- * Not when it is a folder, or when its folder is missing or not writable
- * (the atomic writer makes its temporary file there). Prints
- * "moeplan: PATH: cannot write: REASON" and returns EXIT_INPUT (EXIT_USAGE
- * for an empty name), else EXIT_OK. The write itself can still fail later
- * (a full disk). */
-int cli_check_outputs(const char *const *outputs, size_t n_outputs);
 
 #endif

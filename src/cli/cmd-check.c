@@ -21,9 +21,9 @@ static const struct cli_opt check_options[] = {
 	{"time-limit", 't', "SECONDS", "with --loads: wall-clock safety net for the solver that proves the lower "
 		"bound and finds the best known plan, for the whole run (default 10; 0 = none)", NULL},
 	{"output", 'o', "FILE", "write the report to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
+	CLI_OPT_FORMAT_YAML,
 	{"svg", 'S', "FILE", "with --loads: draw the load per GPU per layer, round-robin (one replica per expert) beside this map, as an SVG heatmap (default: none)", CLI_COMPLETE_FILE},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_HELP,
 	{0},
 };
 

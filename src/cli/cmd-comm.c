@@ -11,15 +11,15 @@
 #include "moeplan/model.h"
 
 static const struct cli_opt comm_options[] = {
-	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
-	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	CLI_OPT_MODEL,
+	CLI_OPT_HARDWARE,
 	{"ep", 'e', "N", "EP width (required)", NULL},
 	{"gpus-per-node", 'n', "G", "GPUs joined by scale-up links, e.g. 8 for HGX, 72 for NVL72 (required)", NULL},
 	{"tokens-per-gpu", 'b', "B", "tokens per GPU per step, b (required)", NULL},
 	{"max-nodes-per-token", 'M', "M", "node-limited routing: at most M destination nodes per token (default: no limit)", NULL},
 	{"output", 'o', "FILE", "write the result to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_FORMAT_TEXT,
+	CLI_OPT_HELP,
 	{0},
 };
 
@@ -198,11 +198,9 @@ int cmd_comm(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (c != CLI_PARSE_END) {
-		return cli_parser_status(c);
-	}
-	if (optind < argc) {
-		return cli_usage("comm", "unexpected argument '%s'", argv[optind]);
+	int end = cli_parser_end(&parser, c, argc, argv);
+	if (end >= 0) {
+		return end;
 	}
 	if (!model_path || !hw_path || in.ep == 0 || in.gpus_per_node == 0 || in.tokens_per_gpu < 0) {
 		return cli_usage("comm",

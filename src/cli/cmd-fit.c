@@ -22,23 +22,23 @@ enum {
 };
 
 static const struct cli_opt fit_options[] = {
-	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
-	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	CLI_OPT_MODEL,
+	CLI_OPT_HARDWARE,
 	{"ep", 'e', "N", "EP width (required)", NULL},
 	{"requests", 'r', "R", "concurrent requests per GPU (required)", NULL},
 	{"context", 'c', "C", "context tokens each request's KV cache holds (required)", NULL},
 	{"tokens-per-request", 'T', "T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)", NULL},
-	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)", NULL},
-	{"drafter-slots", OPT_DRAFTER_SLOTS, "S", "the drafter's slots (default: the same rule on its experts)", NULL},
-	{"min-redundant", OPT_MIN_REDUNDANT, "N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)", NULL},
+	CLI_OPT_SLOTS,
+	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
+	CLI_OPT_MIN_REDUNDANT(OPT_MIN_REDUNDANT),
 	{"chunk-tokens", OPT_CHUNK, "T", "prefill: tokens per GPU per step, normal-mode buffers (default: none, decode)", NULL},
 	{"reserve", OPT_RESERVE, "BYTES", "runtime reserve, e.g. '3.9 GB' (default 3.9 GB: CUDA context, NCCL, slack)", NULL},
 	{"buffers", OPT_BUFFERS, "MODE", "auto (default), low-latency, normal or none: the DeepEP buffer layout", "auto low-latency normal none"},
 	{"buffer-tokens", OPT_BUFFER_TOKENS, "T", "tokens per rank the buffers are sized for (default: the step's tokens per GPU)", NULL},
 	{"no-workspace", OPT_NO_WORKSPACE, NULL, "leave out the MoE activation workspace", NULL},
 	{"output", 'o', "FILE", "write the breakdown to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_FORMAT_TEXT,
+	CLI_OPT_HELP,
 	{0},
 };
 
@@ -81,21 +81,6 @@ static bool parse_buffers(const char *text, enum mp_buffer_mode *out)
 	return false;
 }
 
-static const char *buffers_name(enum mp_buffer_mode mode)
-{
-	switch (mode) {
-	case MP_BUFFERS_LOW_LATENCY:
-		return "low-latency";
-	case MP_BUFFERS_NORMAL:
-		return "normal";
-	case MP_BUFFERS_NONE:
-		return "none";
-	case MP_BUFFERS_AUTO:
-		break;
-	}
-	return "auto";
-}
-
 static struct mp_doc *fit_doc(const struct mp_model *m, const struct mp_hardware *hw,
 			      const struct mp_capacity_input *in, const struct mp_capacity *c,
 			      bool have_max, uint64_t max_requests)
@@ -115,21 +100,7 @@ static struct mp_doc *fit_doc(const struct mp_model *m, const struct mp_hardware
 	mp_doc_put_real(d, "tokens_per_gpu", c->tokens_per_gpu);
 	mp_doc_put_real(d, "kv_bytes_per_token", c->kv_bytes_per_token);
 	mp_doc_put_real(d, "kv_bytes_per_request", c->kv_bytes_per_request);
-	struct mp_doc *h = mp_doc_map();
-	mp_doc_put_int(h, "capacity_bytes", (int64_t)c->capacity_bytes);
-	mp_doc_put_int(h, "routed_bytes", (int64_t)c->routed_bytes);
-	mp_doc_put_int(h, "shared_bytes", (int64_t)c->shared_bytes);
-	mp_doc_put_int(h, "dense_bytes", (int64_t)c->dense_bytes);
-	mp_doc_put_int(h, "drafter_bytes", (int64_t)c->drafter_bytes);
-	mp_doc_put_int(h, "weights_bytes", (int64_t)c->weights_bytes);
-	mp_doc_put_int(h, "kv_cache_bytes", (int64_t)c->kv_bytes);
-	mp_doc_put_int(h, "buffer_bytes", (int64_t)c->buffer_bytes);
-	mp_doc_put_string(h, "buffer_layout", buffers_name(c->buffers));
-	mp_doc_put_int(h, "workspace_bytes", (int64_t)c->workspace_bytes);
-	mp_doc_put_int(h, "reserve_bytes", (int64_t)c->reserve_bytes);
-	mp_doc_put_int(h, "used_bytes", (int64_t)c->used_bytes);
-	mp_doc_put_int(h, "free_bytes", c->free_bytes);
-	mp_doc_put(d, "hbm", h);
+	mp_doc_put(d, "hbm", mp_capacity_to_doc(c));
 	mp_doc_put_bool(d, "fits", c->fits);
 	mp_doc_put_real(d, "headroom", (double)c->free_bytes / (double)c->capacity_bytes);
 	if (have_max) {
@@ -184,7 +155,7 @@ static int print_fit(void *user, FILE *f)
 		 in->context_tokens, cli_s(in->context_tokens), cli_num(in->requests, nreq, sizeof(nreq)),
 		 cli_s(in->requests));
 	line(f, "KV cache", c->kv_bytes, note);
-	snprintf(note, sizeof(note), "DeepEP %s, %.0f tokens per rank", buffers_name(c->buffers),
+	snprintf(note, sizeof(note), "DeepEP %s, %.0f tokens per rank", mp_buffer_mode_name(c->buffers),
 		 c->tokens_per_gpu);
 	line(f, "dispatch/combine", c->buffer_bytes, note);
 	line(f, "MoE workspace", c->workspace_bytes, "");
@@ -322,11 +293,9 @@ int cmd_fit(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (c != CLI_PARSE_END) {
-		return cli_parser_status(c);
-	}
-	if (optind < argc) {
-		return cli_usage("fit", "unexpected argument '%s'", argv[optind]);
+	int end = cli_parser_end(&parser, c, argc, argv);
+	if (end >= 0) {
+		return end;
 	}
 	if (!model_path || !hw_path || ep == 0 || requests < 0 || context < 0) {
 		return cli_usage("fit", "--model, --hardware, --ep, --requests and --context are required");

@@ -33,8 +33,8 @@ static const struct cli_opt place_options[] = {
 	{"effort", 'e', "X", "multiply the search's work budgets by X, 0.001 to 1000 (default 1; more is slower "
 		"and may find better plans; plans stay deterministic)", NULL},
 	{"output", 'o', "FILE", "write the placement to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
-	{"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL},
+	CLI_OPT_FORMAT_YAML,
+	CLI_OPT_VERBOSE,
 	{"export", OPT_EXPORT, "ENGINE", "write the map as sglang (--init-expert-location JSON, one row per hidden\n"
 		"                                 layer) to -o instead of the placement, or to --export-output;\n"
 		"                                 the name must end in .json (default: none)", "sglang"},
@@ -43,7 +43,7 @@ static const struct cli_opt place_options[] = {
 	{"model", 'm', "FILE", "the model (preset or config.json): its layer numbering places the rows\n"
 		"                                 for --export, and its dense layers' rows are dropped (they must\n"
 		"                                 be zero); not needed for SGLang's own dumps (default: none)", CLI_COMPLETE_INPUT},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_HELP,
 	{0},
 };
 

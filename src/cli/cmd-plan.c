@@ -25,7 +25,7 @@ static const struct cli_opt plan_options[] = {
 	{"format", 'f', "FMT", "yaml, json or text, the summary (default: text on a terminal with no -o, else yaml)", "text yaml json"},
 	{"time-limit", 't', "SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)", NULL},
 	{"threads", 'j', "N", "solver threads over layers (default: number of CPUs; results do not depend on it)", NULL},
-	{"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL},
+	CLI_OPT_VERBOSE,
 	{"svg", OPT_SVG, "FILE", "also draw the decode load heatmap (layers x GPUs, round-robin before,\n"
 		"                                 planned after) to FILE as SVG (default: none)", CLI_COMPLETE_FILE},
 	{"report", OPT_REPORT, "FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
@@ -34,7 +34,7 @@ static const struct cli_opt plan_options[] = {
 		"                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
 		"                                 the name must end in .json (default: none)", "sglang"},
 	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)", CLI_COMPLETE_FILE},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_HELP,
 	{0},
 };
 

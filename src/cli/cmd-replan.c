@@ -81,9 +81,9 @@ static const struct cli_opt replan_options[] = {
 		"                                 it (default: number of CPUs)", NULL},
 	{"no-mip", OPT_NO_MIP, NULL, "skip GLPK (local search and the from-scratch plan only)", NULL},
 	{"output", 'o', "FILE", "write the output to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
-	{"verbose", 'v', NULL, "show GLPK's own log on stderr", NULL},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_FORMAT_YAML,
+	CLI_OPT_VERBOSE,
+	CLI_OPT_HELP,
 	{0},
 };
 

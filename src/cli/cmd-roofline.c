@@ -1,15 +1,12 @@
 /* moeplan roofline: the routed experts' roofline for a model on a GPU, as a
- * table over batch sizes or one operating point with every figure; also
- * the helpers the fit and comm commands share (declared in cli.h). */
+ * table over batch sizes or one operating point with every figure. */
 #include "cli.h"
 #include "moeplan/traffic.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "moeplan/loader.h"
 #include "moeplan/roofline.h"
 #include "moeplan/scenario.h"
 #include "moeplan/widths.h"
@@ -26,14 +23,14 @@ enum {
 };
 
 static const struct cli_opt roofline_options[] = {
-	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
-	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	CLI_OPT_MODEL,
+	CLI_OPT_HARDWARE,
 	{"ep", 'e', "N", "EP width (default: the fastest decode width in one scale-up domain at 64 req/GPU)", NULL},
 	{"requests", 'r', "R", "requests per GPU: one operating point (default: a table over 1 to 1024)", NULL},
 	{"tokens-per-request", 'T', "T", "tokens per request per step (default 1 + the drafter's stages)", NULL},
-	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)", NULL},
-	{"drafter-slots", OPT_DRAFTER_SLOTS, "S", "the drafter's slots (default: the same rule on its experts)", NULL},
-	{"min-redundant", OPT_MIN_REDUNDANT, "N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)", NULL},
+	CLI_OPT_SLOTS,
+	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
+	CLI_OPT_MIN_REDUNDANT(OPT_MIN_REDUNDANT),
 	{"bandwidth", OPT_BANDWIDTH, "BW", "HBM bandwidth, e.g. '7.7 TB/s' (default: the hardware's)", NULL},
 	{"additive", OPT_ADDITIVE, NULL, "time = compute + memory per layer instead of max(compute, memory)", NULL},
 	{"compare-ep", OPT_COMPARE_EP, "N", "predict the expert term at EP N too (the article's EP64 -> EP8; default: none)", NULL},
@@ -41,8 +38,8 @@ static const struct cli_opt roofline_options[] = {
 	{"measured-compare-step", OPT_MEASURED_COMPARE, "MS", "measured step time at --compare-ep in ms: the prediction's error (default: none)", NULL},
 	{"svg", OPT_SVG, "FILE", "also draw the roofline and tokens per expert per EP width as SVG (default: none)", CLI_COMPLETE_FILE},
 	{"output", 'o', "FILE", "write the table or the point to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_FORMAT_TEXT,
+	CLI_OPT_HELP,
 	{0},
 };
 
@@ -75,176 +72,6 @@ const struct cli_command_help cmd_roofline_help = {
 		"  moeplan roofline -m plans/models/deepseek-v3.yaml -H hardware/hgx-h200.yaml -r 64 \\\n"
 		"      --svg roofline.svg -o roofline.txt\n",
 };
-
-/* ---- helpers shared with cmd-fit.c and cmd-comm.c (cli.h) ---- */
-
-bool cli_parse_output(const char *cmd, const char *text, enum cli_output *out)
-{
-	if (strcmp(text, "text") == 0) {
-		*out = CLI_OUTPUT_TEXT;
-		return true;
-	}
-	if (strcmp(text, "yaml") == 0) {
-		*out = CLI_OUTPUT_YAML;
-		return true;
-	}
-	if (strcmp(text, "json") == 0) {
-		*out = CLI_OUTPUT_JSON;
-		return true;
-	}
-	cli_usage(cmd, "--format '%s': expected 'text', 'yaml' or 'json'", text);
-	return false;
-}
-
-bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, const char *kind,
-			double min, double max, double *out)
-{
-	double v = 0.0;
-	if (mp_parse_quantity(text, kind, &v) != 0 || !isfinite(v) || v < min || v > max) {
-		cli_usage(cmd, "--%s '%s': expected a quantity in %s from %g to %g", opt, text,
-			  kind ? kind : "plain numbers", min, max);
-		return false;
-	}
-	*out = v;
-	return true;
-}
-
-int cli_load_model_hardware(const char *model_path, const char *hw_path, struct mp_model *model,
-			    struct mp_hardware *hw)
-{
-	struct mp_diags diags;
-	mp_diags_init(&diags);
-	int rc = mp_load_model(model_path, model, &diags);
-	if (rc == 0) {
-		rc = mp_load_hardware(hw_path, hw, &diags);
-	}
-	cli_print_diags(&diags);
-	if (rc && diags.count == 0) {
-		cli_error("%s: %s", model_path, mp_strerror(rc));
-	}
-	mp_diags_finish(&diags);
-	return rc ? EXIT_INPUT : EXIT_OK;
-}
-
-double cli_default_tokens_per_request(const struct mp_model *model)
-{
-	/* One verified token plus one drafted per drafter stage (the
-	 * article: three drafted tokens, four tokens per request). */
-	return 1.0 + (double)model->drafter.moe_stages;
-}
-
-int cli_width(const char *cmd, const struct mp_model *model, uint32_t ep, uint32_t slots,
-	      uint32_t drafter_slots, uint32_t min_redundant, struct mp_ep_width *out)
-{
-	/* The scenario's default slot rule (scenario.h): E + ceil(E / 8)
-	 * redundant slots (none when EP >= E), rounded up to a multiple of
-	 * EP, for the model and the drafter; then the validity rules `plan`
-	 * applies (mp_widths_check). */
-	struct mp_phase_spec rule = {.slot_rule = MP_SLOTS_MIN_REDUNDANT, .min_redundant = min_redundant};
-	struct mp_ep_width w = {
-		.ep = ep,
-		.slots = slots ? slots : mp_phase_slots(&rule, model->routed_experts, ep),
-		.drafter_slots = drafter_slots ? drafter_slots : mp_widths_drafter_slots(&rule, model, ep),
-	};
-	char why[256];
-	if (mp_widths_check(model, &w, why, sizeof(why)) != 0) {
-		cli_usage(cmd, "--ep %u: %s", ep, why);
-		return EXIT_USAGE;
-	}
-	*out = w;
-	return EXIT_OK;
-}
-
-void cli_si(double value, const char *unit, char *buf, size_t size)
-{
-	static const struct {
-		double scale;
-		const char *prefix;
-	} prefixes[] = {
-		{1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"},
-	};
-	if (!isfinite(value)) {
-		snprintf(buf, size, "%s", isnan(value) ? "n/a" : "unbounded");
-		return;
-	}
-	double a = fabs(value);
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		if (a >= prefixes[i].scale) {
-			snprintf(buf, size, "%.4g %s%s", value / prefixes[i].scale, prefixes[i].prefix, unit);
-			return;
-		}
-	}
-	snprintf(buf, size, "%.4g %s", value, unit);
-}
-
-int cli_emit_doc(struct mp_doc *doc, const char *path, enum cli_output format)
-{
-	int status = EXIT_INPUT;
-	if (!doc || mp_doc_failed(doc)) {
-		cli_error("out of memory");
-	} else {
-		status = cli_emit(doc, path, format == CLI_OUTPUT_JSON);
-	}
-	mp_doc_destroy(doc);
-	return status;
-}
-
-struct text_writer {
-	int (*print)(void *user, FILE *out);
-	void *user;
-};
-
-static int write_text(void *user, FILE *file)
-{
-	const struct text_writer *w = user;
-	int rc = w->print(w->user, file);
-	if (rc == 0 && ferror(file)) {
-		rc = MP_EIO;
-	}
-	return rc;
-}
-
-int cli_write_text(const char *path, int (*print)(void *user, FILE *out), void *user)
-{
-	struct text_writer w = {.print = print, .user = user};
-	int rc = mp_write_atomic(path, write_text, &w);
-	if (rc) {
-		int err = errno;
-		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
-			  cli_write_error(rc, err));
-		return EXIT_INPUT;
-	}
-	return EXIT_OK;
-}
-
-bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_t n_outputs,
-			      const char *const *inputs, size_t n_inputs)
-{
-	for (size_t o = 0; o < n_outputs; o++) {
-		const char *out = outputs[o];
-		if (!out || strcmp(out, "-") == 0) {
-			continue;
-		}
-		if (out[0] == '\0') {
-			cli_usage(cmd, "an output file name is empty");
-			return false;
-		}
-		for (size_t i = 0; i < n_inputs; i++) {
-			if (cli_same_file(out, inputs[i])) {
-				cli_usage(cmd, "output '%s' is an input ('%s'); refusing to overwrite it",
-					  out, inputs[i]);
-				return false;
-			}
-		}
-		for (size_t p = 0; p < o; p++) {
-			if (outputs[p] && cli_same_file(out, outputs[p])) {
-				cli_usage(cmd, "two outputs name the same file '%s'", out);
-				return false;
-			}
-		}
-	}
-	return true;
-}
 
 /* ---- moeplan roofline ---- */
 
@@ -297,30 +124,6 @@ static struct mp_doc *cost_doc(const struct mp_expert_cost *e, enum mp_format we
 	mp_doc_put_real(d, "flops_per_token", e->flops_per_token);
 	mp_doc_put_real(d, "act_bytes_per_visit", e->act_bytes_per_visit);
 	mp_doc_put_real(d, "ceiling_flop_per_byte", mp_roofline_ceiling(e));
-	return d;
-}
-
-static struct mp_doc *part_doc(const struct mp_roofline_part *p)
-{
-	struct mp_doc *d = mp_doc_map();
-	mp_doc_put_int(d, "layers", p->layers);
-	mp_doc_put_int(d, "experts", p->experts);
-	mp_doc_put_int(d, "top_k", p->top_k);
-	mp_doc_put_int(d, "slots", p->slots);
-	mp_doc_put_int(d, "slots_per_gpu", p->slots_per_gpu);
-	mp_doc_put_real(d, "tokens_per_expert", p->tokens_per_expert);
-	mp_doc_put_real(d, "intensity_flop_per_byte", p->intensity);
-	mp_doc_put_real(d, "intensity_weights_only", p->intensity_weights);
-	mp_doc_put_real(d, "ridge_tokens_per_expert", p->ridge_tokens);
-	mp_doc_put_real(d, "ridge_tokens_per_expert_weights_only", p->ridge_tokens_weights);
-	mp_doc_put_string(d, "bound", p->compute_bound ? "compute" : "memory");
-	mp_doc_put_real(d, "flops", p->flops);
-	mp_doc_put_real(d, "act_bytes", p->act_bytes);
-	mp_doc_put_real(d, "weight_bytes", p->weight_bytes);
-	mp_doc_put_real(d, "compute_s", p->compute_s);
-	mp_doc_put_real(d, "memory_s", p->memory_s);
-	mp_doc_put_real(d, "overlap_s", p->overlap_s);
-	mp_doc_put_real(d, "additive_s", p->additive_s);
 	return d;
 }
 
@@ -479,21 +282,7 @@ static struct mp_doc *point_doc(const struct roofline_run *r)
 	mp_doc_put_real(d, "tokens_per_gpu", p->tokens_per_gpu);
 	mp_doc_put_real(d, "experts_touched_per_layer", r->touched);
 	mp_doc_put_real(d, "weight_bytes_per_token_per_layer", r->per_token);
-	mp_doc_put(d, "main", part_doc(&p->main));
-	if (p->drafter.layers > 0) {
-		mp_doc_put(d, "drafter", part_doc(&p->drafter));
-	}
-	struct mp_doc *t = mp_doc_map();
-	mp_doc_put_real(t, "flops", p->flops);
-	mp_doc_put_real(t, "bytes", p->bytes);
-	mp_doc_put_real(t, "compute_s", p->compute_s);
-	mp_doc_put_real(t, "memory_s", p->memory_s);
-	mp_doc_put_real(t, "overlap_s", p->overlap_s);
-	mp_doc_put_real(t, "additive_s", p->additive_s);
-	mp_doc_put_real(t, "expert_time_s", p->time_s);
-	mp_doc_put_real(t, "tokens_per_s_per_gpu",
-			p->time_s > 0 ? p->tokens_per_gpu / p->time_s : (double)NAN);
-	mp_doc_put(d, "step", t);
+	mp_roofline_point_put(d, p);
 	if (r->compare) {
 		struct mp_doc *c = mp_doc_map();
 		mp_doc_put_int(c, "ep", cmp->to.width.ep);
@@ -820,11 +609,9 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (c != CLI_PARSE_END) {
-		return cli_parser_status(c);
-	}
-	if (optind < argc) {
-		return cli_usage("roofline", "unexpected argument '%s'", argv[optind]);
+	int end = cli_parser_end(&parser, c, argc, argv);
+	if (end >= 0) {
+		return end;
 	}
 	if (!a->model || !a->hardware) {
 		return cli_usage("roofline", "--model and --hardware are required");

@@ -42,7 +42,7 @@ static const struct cli_opt search_options[] = {
 		"                                 else the decode phase's acceptance, else 0.75 with a drafter)", NULL},
 	{"batches", OPT_BATCHES, "GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
 		"                                 prefill every 1,024-token chunk)", NULL},
-	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
+	CLI_OPT_FORMAT_TEXT,
 	{"output", 'o', "FILE", "write the result to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
 	{"svg", OPT_SVG, "FILE", "draw the decode Pareto front (SVG) to FILE (default: none)", CLI_COMPLETE_FILE},
 	{"report", OPT_REPORT, "FILE.md", "a Markdown report with both fronts and the pools bar next to it (default: none)", CLI_COMPLETE_FILE},
@@ -52,7 +52,7 @@ static const struct cli_opt search_options[] = {
 	{"export", OPT_EXPORT, "ENGINE", "write the chosen decode placement as an sglang map (--init-expert-location JSON)\n"
 		"                                 to -o instead of the result, or to --export-output (default: none)", "sglang"},
 	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the result to -o (default: none)", CLI_COMPLETE_FILE},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_HELP,
 	{0},
 };
 

@@ -29,8 +29,8 @@ static const struct cli_opt simulate_options[] = {
 	{"prefer-local", 'L', NULL, "use a replica on the sending GPU if it has one", NULL},
 	{"threads", 'j', "N", "worker threads (default: CPUs; same results)", NULL},
 	{"output", 'o', "FILE", "write the report to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "yaml (default) or json", "yaml json"},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_FORMAT_YAML,
+	CLI_OPT_HELP,
 	{0},
 };
 
@@ -162,11 +162,9 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (c != CLI_PARSE_END) {
-		return cli_parser_status(c);
-	}
-	if (optind < argc) {
-		return cli_usage("simulate", "unexpected argument '%s'", argv[optind]);
+	int end = cli_parser_end(&parser, c, argc, argv);
+	if (end >= 0) {
+		return end;
 	}
 	if (!a->plan && !((a->model || a->loads) && a->ep)) {
 		return cli_usage("simulate", "give --plan PLAN, or --model M (or --loads L) with --ep N");

@@ -33,8 +33,8 @@ enum {
 };
 
 static const struct cli_opt step_options[] = {
-	{"model", 'm', "M", "model file (plans/models/*.yaml) or a Hugging Face config.json (required)", CLI_COMPLETE_INPUT},
-	{"hardware", 'H', "H", "hardware file (hardware/*.yaml) (required)", CLI_COMPLETE_INPUT},
+	CLI_OPT_MODEL,
+	CLI_OPT_HARDWARE,
 	{"phase", OPT_PHASE, "PHASE", "decode (default) or prefill", "decode prefill"},
 	{"ep", 'e', "N", "EP width (required); may span several scale-up domains", NULL},
 	{"nodes-of", OPT_NODES_OF, "G", "GPUs per scale-up domain (default: the hardware's scale_up_domain_gpus)", NULL},
@@ -49,17 +49,17 @@ static const struct cli_opt step_options[] = {
 	{"overlap", OPT_OVERLAP, "MODE", "none (default), two_batch or full: how dispatch/combine overlap compute", NULL},
 	{"attention", OPT_ATTENTION, "dp|tp:N", "attention data-parallel (default) or tensor-parallel over N GPUs", NULL},
 	{"kernel", OPT_KERNEL, "K", "auto (default: low_latency decode, normal prefill), low_latency or normal", NULL},
-	{"slots", 's', "S", "routed slots per layer (default: E + ceil(E/8), none when N >= E, rounded up to a multiple of N)", NULL},
-	{"drafter-slots", OPT_DRAFTER_SLOTS, "S", "the drafter's slots (default: the same rule on its experts)", NULL},
-	{"min-redundant", OPT_MIN_REDUNDANT, "N", "default slots = E + N rounded up to a multiple of EP (the article's benchmark: 32)", NULL},
+	CLI_OPT_SLOTS,
+	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
+	CLI_OPT_MIN_REDUNDANT(OPT_MIN_REDUNDANT),
 	{"busiest", OPT_BUSIEST, "F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)", NULL},
 	{"measured-step", OPT_MEASURED, "TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)", NULL},
 	{"measured-tokens-per-s", OPT_MEASURED_TPS, "X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)", NULL},
 	{"calibrate", OPT_CALIBRATE, "FACTOR", "step_overhead (default), hbm, gemm or exchange_latency: what to calibrate", NULL},
 	{"predict-ep", OPT_PREDICT_EP, "N,...", "with a measurement: predict these EP widths with the calibrated factor (default: none)", NULL},
 	{"output", 'o', "FILE", "write the result to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "text (default), yaml or json", "text yaml json"},
-	{"help", 'h', NULL, "show this help", NULL},
+	CLI_OPT_FORMAT_TEXT,
+	CLI_OPT_HELP,
 	{0},
 };
 
@@ -477,11 +477,9 @@ int cmd_step(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (c != CLI_PARSE_END) {
-		return cli_parser_status(c);
-	}
-	if (optind < argc) {
-		return cli_usage("step", "unexpected argument '%s'", argv[optind]);
+	int end = cli_parser_end(&parser, c, argc, argv);
+	if (end >= 0) {
+		return end;
 	}
 	if (!a.model || !a.hardware || a.ep == 0 || a.context < 0 ||
 	    (a.phase == MP_STEP_DECODE && !(a.requests > 0))) {

@@ -106,6 +106,17 @@ int cli_parser_status(int code)
 	return code == CLI_PARSE_HELP ? EXIT_OK : EXIT_USAGE;
 }
 
+int cli_parser_end(const struct cli_parser *p, int code, int argc, char **argv)
+{
+	if (code != CLI_PARSE_END) {
+		return cli_parser_status(code);
+	}
+	if (optind < argc) {
+		return cli_usage(p->cmd->name, "unexpected argument '%s'", argv[optind]);
+	}
+	return -1;
+}
+
 void cli_write_options(const struct cli_command_help *const *cmds, size_t n, FILE *out)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -82,6 +82,11 @@ int cli_parser_next(struct cli_parser *p, int argc, char **argv);
 /** The exit status for a CLI_PARSE_* code other than CLI_PARSE_END. */
 int cli_parser_status(int code);
 
+/** After the option loop of a command that takes no operands: the exit
+ * status for a CLI_PARSE_* code other than CLI_PARSE_END, a usage error
+ * ("unexpected argument 'X'") for an operand, else -1 (go on). */
+int cli_parser_end(const struct cli_parser *p, int code, int argc, char **argv);
+
 /** Write the bash completion script for the n commands to out. */
 void cli_write_completion(const struct cli_command_help *const *cmds, size_t n, FILE *out);
 

@@ -1,0 +1,151 @@
+/* Outputs: a document or a text written atomically, the checks that no
+ * output overwrites an input or another output and that each can be
+ * written, and why a write failed (cli.h). */
+#include "cli.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool cli_same_file(const char *out_path, const char *in_path)
+{
+	if (!out_path || !in_path || strcmp(out_path, "-") == 0) {
+		return false;
+	}
+	if (strcmp(out_path, in_path) == 0) {
+		return true;
+	}
+	struct stat a, b;
+	if (stat(out_path, &a) != 0 || stat(in_path, &b) != 0) {
+		return false;
+	}
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+const char *cli_write_error(int rc, int err)
+{
+	return rc == MP_EIO && err != 0 ? strerror(err) : mp_strerror(rc);
+}
+
+int cli_emit(const struct mp_doc *doc, const char *path, bool json)
+{
+	int rc = mp_doc_save(doc, path, json);
+	if (rc) {
+		int err = errno;
+		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
+			  cli_write_error(rc, err));
+		return EXIT_INPUT;
+	}
+	return EXIT_OK;
+}
+
+int cli_check_outputs(const char *const *outputs, size_t n_outputs)
+{
+	for (size_t o = 0; o < n_outputs; o++) {
+		const char *out = outputs[o];
+		if (!out || strcmp(out, "-") == 0) {
+			continue;
+		}
+		if (out[0] == '\0') {
+			cli_error("an output file name is empty");
+			return EXIT_USAGE;
+		}
+		struct stat st;
+		if (stat(out, &st) == 0 && S_ISDIR(st.st_mode)) {
+			cli_error("%s: cannot write: %s", out, strerror(EISDIR));
+			return EXIT_INPUT;
+		}
+		/* the folder: everything up to the last '/', or "." */
+		char dir[4096];
+		const char *slash = strrchr(out, '/');
+		size_t len = slash ? (size_t)(slash - out) : 0;
+		if (len >= sizeof(dir)) {
+			continue;
+		}
+		if (slash) {
+			memcpy(dir, out, len);
+			dir[len] = '\0';
+			if (len == 0) {
+				strcpy(dir, "/");
+			}
+		} else {
+			strcpy(dir, ".");
+		}
+		if (access(dir, W_OK | X_OK) != 0) {
+			int err = errno;
+			cli_error("%s: cannot write: %s", out, strerror(err));
+			return EXIT_INPUT;
+		}
+	}
+	return EXIT_OK;
+}
+
+int cli_emit_doc(struct mp_doc *doc, const char *path, enum cli_output format)
+{
+	int status = EXIT_INPUT;
+	if (!doc || mp_doc_failed(doc)) {
+		cli_error("out of memory");
+	} else {
+		status = cli_emit(doc, path, format == CLI_OUTPUT_JSON);
+	}
+	mp_doc_destroy(doc);
+	return status;
+}
+
+struct text_writer {
+	int (*print)(void *user, FILE *out);
+	void *user;
+};
+
+static int write_text(void *user, FILE *file)
+{
+	const struct text_writer *w = user;
+	int rc = w->print(w->user, file);
+	if (rc == 0 && ferror(file)) {
+		rc = MP_EIO;
+	}
+	return rc;
+}
+
+int cli_write_text(const char *path, int (*print)(void *user, FILE *out), void *user)
+{
+	struct text_writer w = {.print = print, .user = user};
+	int rc = mp_write_atomic(path, write_text, &w);
+	if (rc) {
+		int err = errno;
+		cli_error("%s: cannot write: %s", path && strcmp(path, "-") ? path : "stdout",
+			  cli_write_error(rc, err));
+		return EXIT_INPUT;
+	}
+	return EXIT_OK;
+}
+
+bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_t n_outputs,
+			      const char *const *inputs, size_t n_inputs)
+{
+	for (size_t o = 0; o < n_outputs; o++) {
+		const char *out = outputs[o];
+		if (!out || strcmp(out, "-") == 0) {
+			continue;
+		}
+		if (out[0] == '\0') {
+			cli_usage(cmd, "an output file name is empty");
+			return false;
+		}
+		for (size_t i = 0; i < n_inputs; i++) {
+			if (cli_same_file(out, inputs[i])) {
+				cli_usage(cmd, "output '%s' is an input ('%s'); refusing to overwrite it",
+					  out, inputs[i]);
+				return false;
+			}
+		}
+		for (size_t p = 0; p < o; p++) {
+			if (outputs[p] && cli_same_file(out, outputs[p])) {
+				cli_usage(cmd, "two outputs name the same file '%s'", out);
+				return false;
+			}
+		}
+	}
+	return true;
+}
