@@ -253,6 +253,59 @@ static void capacity__breakdown_by_hand(void **state)
 	mp_model_finish(&m);
 }
 
+/* Issue 15 item 4: plan's `hbm` and fit's `hbm` are one serialiser. Every
+ * key either command wrote before stays (plan: capacity, weights, the four
+ * parts, kv_cache, buffer, workspace, reserve, free, fits; fit: those but
+ * fits, plus buffer_layout and used), with the breakdown worked by hand in
+ * capacity__breakdown_by_hand. */
+static void capacity__one_document_for_plan_and_fit(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_capacity c;
+	struct mp_capacity_options o;
+	small_model(&m);
+	mp_hardware_init(&hw);
+	hw.hbm_bytes = 10000000;
+	mp_capacity_options_init(&o);
+	o.buffers = MP_BUFFERS_NONE;
+	o.reserve_bytes = 5000;
+	struct mp_capacity_input in = {
+		.width = {.ep = 2, .slots = 8},
+		.requests = 3,
+		.context_tokens = 1000,
+		.tokens_per_request = 2,
+	};
+	assert_int_equal(mp_capacity_compute(&m, &hw, &o, &in, &c), 0);
+	struct mp_doc *d = mp_capacity_to_doc(&c);
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+	assert_non_null(f);
+	assert_int_equal(mp_doc_write_json(d, f), 0);
+	fclose(f);
+	assert_string_equal(text, "{\n"
+				  "  \"capacity_bytes\": 10000000,\n"
+				  "  \"weights_bytes\": 7684672,\n"
+				  "  \"routed_bytes\": 6291456,\n"
+				  "  \"shared_bytes\": 393216,\n"
+				  "  \"dense_bytes\": 1000000,\n"
+				  "  \"drafter_bytes\": 0,\n"
+				  "  \"kv_cache_bytes\": 300000,\n"
+				  "  \"buffer_bytes\": 0,\n"
+				  "  \"buffer_layout\": \"none\",\n"
+				  "  \"workspace_bytes\": 43008,\n"
+				  "  \"reserve_bytes\": 5000,\n"
+				  "  \"used_bytes\": 8032680,\n"
+				  "  \"free_bytes\": 1967320,\n"
+				  "  \"fits\": true\n"
+				  "}\n");
+	free(text);
+	mp_doc_destroy(d);
+	mp_model_finish(&m);
+}
+
 static void capacity__drafter_bytes(void **state)
 {
 	(void)state;
@@ -513,6 +566,7 @@ int main(void)
 		cmocka_unit_test(capacity__prefill_ep2_slot_bytes),
 		cmocka_unit_test(capacity__ep1_cannot_hold_the_experts),
 		cmocka_unit_test(capacity__breakdown_by_hand),
+		cmocka_unit_test(capacity__one_document_for_plan_and_fit),
 		cmocka_unit_test(capacity__drafter_bytes),
 		cmocka_unit_test(capacity__deepep_low_latency_buffers),
 		cmocka_unit_test(capacity__deepep_normal_buffers),
