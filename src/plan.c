@@ -415,11 +415,6 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	mp_doc_put_real(d, "expert_time_s", ph->roofline.time_s);
 	mp_doc_put_real(d, "busiest_gpu_factor", ph->busiest_factor);
 	mp_doc_put_real(d, "predicted_expert_time_s", ph->step_expert_s);
-	/* The keys above are the phase's summary (plan/v1); the whole
-	 * operating point, as `moeplan roofline` writes it, is under roofline. */
-	struct mp_doc *roofline = mp_doc_map();
-	mp_roofline_point_put(roofline, &ph->roofline);
-	mp_doc_put(d, "roofline", roofline);
 	mp_doc_put(d, "hbm", mp_capacity_to_doc(&ph->hbm));
 	if (ph->has_step) {
 		const struct mp_width_candidate *pick = &ph->widths.items[ph->widths.chosen];
@@ -430,6 +425,13 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 						  ph->ep, &ph->hbm, pick->has_max_requests,
 						  pick->max_requests));
 	}
+	/* The roofline keys above are the phase's summary (plan/v1); the
+	 * whole operating point, as `moeplan roofline` writes it, is under
+	 * roofline (after step: readers that look for the phase's step first
+	 * find it). */
+	struct mp_doc *roofline = mp_doc_map();
+	mp_roofline_point_put(roofline, &ph->roofline);
+	mp_doc_put(d, "roofline", roofline);
 	mp_doc_put(d, "widths", widths_doc(&ph->widths));
 	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, layer_ids));
 	return d;
