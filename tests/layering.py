@@ -49,9 +49,6 @@ PRIVATE_HEADERS = {"svg.h", "plots.h"}
 # braces counted).
 MAX_FUNCTION_LINES = 150
 STRICT_LENGTH = ("placement", "replan")
-# (folder, function) over the limit while another change splits it
-# (issue 15: src/replan/driver.c is being split by job); listed, not failed.
-BEING_SPLIT = {("replan", "mip_solve")}
 
 
 def folder_of(obj):
@@ -294,10 +291,7 @@ def check_lengths(root):
             strict_max = (lines, where, name)
         if lines <= MAX_FUNCTION_LINES:
             continue
-        if strict and (folder, name) in BEING_SPLIT:
-            print(f"note: {where}: {name} has {lines} lines (over {MAX_FUNCTION_LINES}; being "
-                  f"split, BEING_SPLIT in tests/layering.py)")
-        elif strict:
+        if strict:
             print(f"length: {where}: {name} has {lines} lines (at most {MAX_FUNCTION_LINES} in "
                   f"src/{folder}/: split it into named stages)")
             bad += 1

@@ -26,9 +26,7 @@
 #include "placement/internal.h"
 #include "placement/glpk-internal.h"
 
-#include <glpk.h>
 #include <math.h>
-#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,11 +55,6 @@ struct mip_cb {
 	bool spent;         /* a budget stopped the search (glp_ios_terminate) */
 };
 
-static void on_glpk_error(void *info)
-{
-	longjmp(*(jmp_buf *)info, 1);
-}
-
 static void mip_callback(glp_tree *tree, void *info)
 {
 	struct mip_cb *cb = info;
@@ -88,7 +81,6 @@ static void mip_callback(glp_tree *tree, void *info)
 	}
 }
 
-
 static uint32_t mip_replicas_max(const struct rp *pr)
 {
 	uint32_t R = pr->N - pr->E + 1;
@@ -101,233 +93,314 @@ size_t mip_columns(const struct rp *pr)
 	return (size_t)pr->E * pr->G * R + (size_t)pr->E * R + 1;
 }
 
-enum mip_result mip_solve(struct mip_job *job)
+/* One layer's MIP: the job, the model's shape and rows, and the scratch,
+ * in the caller's frame so that a GLPK error (pl_glpk_run) loses none of
+ * it. */
+struct rmip {
+	struct mip_job *job;
+	const struct rp *pr;
+	uint32_t R;            /* most replicas of an expert (mip_replicas_max) */
+	size_t ncols;          /* z columns, then y columns from ycol0, then T */
+	int ycol0;
+	int tcol;
+	double scale;          /* loads in units of the incumbent's busiest GPU */
+	struct pl_triplets t;
+	struct {
+		int one;       /* [E] sum_r y[e][r] = 1 */
+		int rep;       /* [E][R] sum_g z[e][g][r] = r y[e][r] */
+		int slots;     /* [G] S slots */
+		int dup;       /* [E][G] one replica per GPU (R >= 2) */
+		int n_dup;
+		int load;      /* [G] the GPU's load <= T */
+		int keep;      /* the experts kept in place */
+		int n;         /* rows in all */
+	} rows;
+	double *seed;          /* [ncols + 1] the incumbent as a column vector */
+	uint32_t *set;         /* [N] the MIP's plan, GPU by GPU */
+	uint32_t *fill;        /* [G] */
+	unsigned char *used;   /* [2 S] canonical_slots' scratch */
+	uint32_t *rseed;       /* [E] the incumbent's replica counts */
+	struct mip_cb cb;
+};
+
+/* Column of z[e][g][r] and of y[e][r] (1 <= r <= R). */
+static int zc(const struct rmip *m, uint32_t e, uint32_t g, uint32_t r)
 {
-	const struct rp *pr = job->pr;
-	uint32_t E = pr->E;
-	uint32_t G = pr->G;
-	uint32_t S = pr->S;
-	uint32_t N = pr->N;
-	uint32_t R = mip_replicas_max(pr);
-	size_t ncols = mip_columns(pr);
-	job->bound = pr->lb;
-	if (ncols > RP_MIP_MAX_COLS) {
-		return MIP_SKIPPED;
-	}
-	volatile double scale = job->seed_max > 0 ? job->seed_max : 1.0;
-	int zcols = (int)((size_t)E * G * R);
-	int ycol0 = zcols + 1;
-	int tcol = (int)ncols;
-#define ZC(e, g, r) ((int)(((size_t)(e) * G + (g)) * R + ((r) - 1)) + 1)
-#define YC(e, r) (ycol0 + (int)((size_t)(e) * R + ((r) - 1)))
-	struct pl_triplets t = {0};
-	double *seed = calloc(ncols + 1, sizeof(*seed));
-	uint32_t *set = malloc(sizeof(*set) * N);
-	uint32_t *fill = calloc(G, sizeof(*fill));
-	unsigned char *used = malloc(2 * (size_t)S);
-	uint32_t *rseed = calloc(E, sizeof(*rseed));
-	glp_prob *volatile lp = NULL;
-	volatile enum mip_result res = MIP_ERROR;
-	jmp_buf jb;
-	if (!seed || !set || !fill || !used || !rseed) {
-		goto out;
-	}
-	for (uint32_t p = 0; p < N; p++) {
-		rseed[job->seed[p]]++;
-	}
-	if (setjmp(jb)) {
-		glp_free_env();
-		lp = NULL;
-		res = MIP_ERROR;
-		goto out;
-	}
-	glp_error_hook(on_glpk_error, &jb);
-	glp_term_out(job->verbose ? GLP_ON : GLP_OFF);
-	lp = glp_create_prob();
+	return (int)(((size_t)e * m->pr->G + g) * m->R + (r - 1)) + 1;
+}
+
+static int yc(const struct rmip *m, uint32_t e, uint32_t r)
+{
+	return m->ycol0 + (int)((size_t)e * m->R + (r - 1));
+}
+
+/* Binary z and y (a replica heavier than the incumbent's busiest GPU
+ * cannot help: fixed to 0, unless it is the incumbent's count), and T. */
+static void rmip_columns(glp_prob *lp, const struct rmip *m)
+{
+	const struct rp *pr = m->pr;
+	const struct mip_job *job = m->job;
 	glp_set_obj_dir(lp, GLP_MIN);
-	glp_add_cols(lp, (int)ncols);
+	glp_add_cols(lp, (int)m->ncols);
 	double cutoff = job->cost_mode ? HUGE_VAL : job->seed_max;
-	for (uint32_t e = 0; e < E; e++) {
-		for (uint32_t r = 1; r <= R; r++) {
-			/* a replica heavier than the incumbent's busiest GPU cannot help */
-			bool off = pr->w[e] / r > cutoff + pr->tol && r != rseed[e];
-			glp_set_col_kind(lp, YC(e, r), GLP_BV);
+	for (uint32_t e = 0; e < pr->E; e++) {
+		for (uint32_t r = 1; r <= m->R; r++) {
+			bool off = pr->w[e] / r > cutoff + pr->tol && r != m->rseed[e];
+			glp_set_col_kind(lp, yc(m, e, r), GLP_BV);
 			if (off) {
-				glp_set_col_bnds(lp, YC(e, r), GLP_FX, 0, 0);
+				glp_set_col_bnds(lp, yc(m, e, r), GLP_FX, 0, 0);
 			}
-			for (uint32_t g = 0; g < G; g++) {
-				glp_set_col_kind(lp, ZC(e, g, r), GLP_BV);
+			for (uint32_t g = 0; g < pr->G; g++) {
+				glp_set_col_kind(lp, zc(m, e, g, r), GLP_BV);
 				if (off) {
-					glp_set_col_bnds(lp, ZC(e, g, r), GLP_FX, 0, 0);
+					glp_set_col_bnds(lp, zc(m, e, g, r), GLP_FX, 0, 0);
 				}
 			}
 		}
 	}
 	if (job->cost_mode) {
-		glp_set_col_bnds(lp, tcol, GLP_LO, pr->lb / scale, 0);
-		glp_set_obj_coef(lp, tcol, job->a * scale);
+		glp_set_col_bnds(lp, m->tcol, GLP_LO, pr->lb / m->scale, 0);
+		glp_set_obj_coef(lp, m->tcol, job->a * m->scale);
 	} else {
-		double lo = pr->lb / scale;
+		double lo = pr->lb / m->scale;
 		double hi = 1.0;
-		glp_set_col_bnds(lp, tcol, lo < hi ? GLP_DB : GLP_FX, lo < hi ? lo : hi, hi);
-		glp_set_obj_coef(lp, tcol, 1.0);
+		glp_set_col_bnds(lp, m->tcol, lo < hi ? GLP_DB : GLP_FX, lo < hi ? lo : hi, hi);
+		glp_set_obj_coef(lp, m->tcol, 1.0);
 	}
+}
+
+/* The rows that make a placement: one count per expert, r replicas when
+ * r is chosen, S slots per GPU, one replica of an expert per GPU. */
+static void rmip_place_rows(struct rmip *m)
+{
+	const struct rp *pr = m->pr;
+	uint32_t R = m->R;
+	struct pl_triplets *t = &m->t;
 	int row = 0;
-	int r_one = row + 1;
-	for (uint32_t e = 0; e < E; e++) {
+	m->rows.one = row + 1;
+	for (uint32_t e = 0; e < pr->E; e++) {
 		row++;
 		for (uint32_t r = 1; r <= R; r++) {
-			pl_trip_add(&t, row, YC(e, r), 1.0);
+			pl_trip_add(t, row, yc(m, e, r), 1.0);
 		}
 	}
-	int r_rep = row + 1;
-	for (uint32_t e = 0; e < E; e++) {
+	m->rows.rep = row + 1;
+	for (uint32_t e = 0; e < pr->E; e++) {
 		for (uint32_t r = 1; r <= R; r++) {
 			row++;
-			for (uint32_t g = 0; g < G; g++) {
-				pl_trip_add(&t, row, ZC(e, g, r), 1.0);
+			for (uint32_t g = 0; g < pr->G; g++) {
+				pl_trip_add(t, row, zc(m, e, g, r), 1.0);
 			}
-			pl_trip_add(&t, row, YC(e, r), -(double)r);
+			pl_trip_add(t, row, yc(m, e, r), -(double)r);
 		}
 	}
-	int r_slots = row + 1;
-	for (uint32_t g = 0; g < G; g++) {
+	m->rows.slots = row + 1;
+	for (uint32_t g = 0; g < pr->G; g++) {
 		row++;
-		for (uint32_t e = 0; e < E; e++) {
+		for (uint32_t e = 0; e < pr->E; e++) {
 			for (uint32_t r = 1; r <= R; r++) {
-				pl_trip_add(&t, row, ZC(e, g, r), 1.0);
+				pl_trip_add(t, row, zc(m, e, g, r), 1.0);
 			}
 		}
 	}
-	int r_dup = row + 1;
+	m->rows.dup = row + 1;
 	if (R >= 2) {
-		for (uint32_t e = 0; e < E; e++) {
-			for (uint32_t g = 0; g < G; g++) {
+		for (uint32_t e = 0; e < pr->E; e++) {
+			for (uint32_t g = 0; g < pr->G; g++) {
 				row++;
 				for (uint32_t r = 1; r <= R; r++) {
-					pl_trip_add(&t, row, ZC(e, g, r), 1.0);
+					pl_trip_add(t, row, zc(m, e, g, r), 1.0);
 				}
 			}
 		}
 	}
-	int n_dup = row - r_dup + 1;
-	int r_load = row + 1;
-	for (uint32_t g = 0; g < G; g++) {
+	m->rows.n_dup = row - m->rows.dup + 1;
+	m->rows.n = row;
+}
+
+/* The busiest GPU (each GPU's load <= T) and the experts kept in place
+ * (kept = sum over the old (g, e) pairs of z; in cost mode each kept one
+ * earns b in the objective). */
+static void rmip_load_keep_rows(glp_prob *lp, struct rmip *m)
+{
+	const struct rp *pr = m->pr;
+	struct pl_triplets *t = &m->t;
+	int row = m->rows.n;
+	m->rows.load = row + 1;
+	for (uint32_t g = 0; g < pr->G; g++) {
 		row++;
-		for (uint32_t e = 0; e < E; e++) {
+		for (uint32_t e = 0; e < pr->E; e++) {
 			if (pr->w[e] <= 0) {
 				continue;
 			}
-			for (uint32_t r = 1; r <= R; r++) {
-				pl_trip_add(&t, row, ZC(e, g, r), pr->w[e] / r / scale);
+			for (uint32_t r = 1; r <= m->R; r++) {
+				pl_trip_add(t, row, zc(m, e, g, r), pr->w[e] / r / m->scale);
 			}
 		}
-		pl_trip_add(&t, row, tcol, -1.0);
+		pl_trip_add(t, row, m->tcol, -1.0);
 	}
-	/* kept = sum over old (g, e) pairs of x[e][g] */
-	int r_keep = row + 1;
+	m->rows.keep = row + 1;
 	row++;
-	for (uint32_t g = 0; g < G; g++) {
-		for (uint32_t e = 0; e < E; e++) {
+	for (uint32_t g = 0; g < pr->G; g++) {
+		for (uint32_t e = 0; e < pr->E; e++) {
 			if (!cnt_get(pr->ocnt, pr, g, e)) {
 				continue;
 			}
-			for (uint32_t r = 1; r <= R; r++) {
-				pl_trip_add(&t, row, ZC(e, g, r), 1.0);
-				if (job->cost_mode) {
-					double c = glp_get_obj_coef(lp, ZC(e, g, r));
-					glp_set_obj_coef(lp, ZC(e, g, r), c - job->b);
+			for (uint32_t r = 1; r <= m->R; r++) {
+				pl_trip_add(t, row, zc(m, e, g, r), 1.0);
+				if (m->job->cost_mode) {
+					double c = glp_get_obj_coef(lp, zc(m, e, g, r));
+					glp_set_obj_coef(lp, zc(m, e, g, r), c - m->job->b);
 				}
 			}
 		}
 	}
-	if (t.failed) {
-		res = MIP_ERROR;
-		goto out;
+	m->rows.n = row;
+}
+
+/* The rows' bounds; the move budget holds N - budget experts in place. */
+static void rmip_row_bounds(glp_prob *lp, const struct rmip *m)
+{
+	const struct rp *pr = m->pr;
+	glp_add_rows(lp, m->rows.n);
+	for (uint32_t e = 0; e < pr->E; e++) {
+		glp_set_row_bnds(lp, m->rows.one + (int)e, GLP_FX, 1, 1);
 	}
-	glp_add_rows(lp, row);
-	for (uint32_t e = 0; e < E; e++) {
-		glp_set_row_bnds(lp, r_one + (int)e, GLP_FX, 1, 1);
+	for (int k = 0; k < (int)(pr->E * m->R); k++) {
+		glp_set_row_bnds(lp, m->rows.rep + k, GLP_FX, 0, 0);
 	}
-	for (int k = 0; k < (int)(E * R); k++) {
-		glp_set_row_bnds(lp, r_rep + k, GLP_FX, 0, 0);
+	for (uint32_t g = 0; g < pr->G; g++) {
+		glp_set_row_bnds(lp, m->rows.slots + (int)g, GLP_FX, pr->S, pr->S);
+		glp_set_row_bnds(lp, m->rows.load + (int)g, GLP_UP, 0, 0);
 	}
-	for (uint32_t g = 0; g < G; g++) {
-		glp_set_row_bnds(lp, r_slots + (int)g, GLP_FX, S, S);
-		glp_set_row_bnds(lp, r_load + (int)g, GLP_UP, 0, 0);
+	for (int k = 0; k < m->rows.n_dup; k++) {
+		glp_set_row_bnds(lp, m->rows.dup + k, GLP_UP, 0, 1);
 	}
-	for (int k = 0; k < n_dup; k++) {
-		glp_set_row_bnds(lp, r_dup + k, GLP_UP, 0, 1);
-	}
-	if (job->cost_mode) {
-		glp_set_row_bnds(lp, r_keep, GLP_FR, 0, 0);
+	if (m->job->cost_mode) {
+		glp_set_row_bnds(lp, m->rows.keep, GLP_FR, 0, 0);
 	} else {
-		double need = (double)N - (double)job->budget;
-		glp_set_row_bnds(lp, r_keep, need > 0 ? GLP_LO : GLP_FR, need > 0 ? need : 0, 0);
+		double need = (double)pr->N - (double)m->job->budget;
+		glp_set_row_bnds(lp, m->rows.keep, need > 0 ? GLP_LO : GLP_FR, need > 0 ? need : 0, 0);
 	}
-	glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
-	pl_trip_free(&t);
+}
 
-	/* the incumbent as a full column vector */
-	for (uint32_t p = 0; p < N; p++) {
-		uint32_t e = job->seed[p];
-		seed[ZC(e, p / S, rseed[e])] = 1.0;
+/* The incumbent as a full column vector (GLPK's heuristic solution). */
+static void rmip_seed(struct rmip *m)
+{
+	const struct rp *pr = m->pr;
+	for (uint32_t p = 0; p < pr->N; p++) {
+		uint32_t e = m->job->seed[p];
+		m->seed[zc(m, e, p / pr->S, m->rseed[e])] = 1.0;
 	}
-	for (uint32_t e = 0; e < E; e++) {
-		seed[YC(e, rseed[e])] = 1.0;
+	for (uint32_t e = 0; e < pr->E; e++) {
+		m->seed[yc(m, e, m->rseed[e])] = 1.0;
 	}
-	seed[tcol] = job->seed_max / scale;
+	m->seed[m->tcol] = m->job->seed_max / m->scale;
+}
 
+/* GLPK's time limit (ms) for what is left to the deadline; false when
+ * under a millisecond is left. */
+static bool rmip_time_left(const struct rmip *m, int *tm_lim)
+{
+	double left = m->job->deadline - now_s();
+	if (left < 0.001) {
+		return false;
+	}
+	double ms = left * 1000.0;
+	*tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
+	return true;
+}
+
+/* The root LP within its iteration limit, and what its bound says.
+ * Returns MIP_SKIPPED when branch and bound should follow, else the
+ * layer's result (raises job->bound in budget mode). */
+static enum mip_result rmip_root(glp_prob *lp, struct rmip *m)
+{
+	struct mip_job *job = m->job;
+	const struct rp *pr = m->pr;
 	glp_smcp sm;
 	glp_init_smcp(&sm);
 	sm.msg_lev = job->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
-	double dim = (double)row + (double)ncols;
+	double dim = (double)m->rows.n + (double)m->ncols;
 	double lp_its = RP_LP_ITS_PER_DIM * dim;
 	sm.it_lim = lp_its > 2e9 ? 2000000000 : (int)lp_its;
-	double left = job->deadline - now_s();
-	if (left < 0.001) {
-		res = MIP_NO_GAIN_TL;
-		goto out;
+	if (!rmip_time_left(m, &sm.tm_lim)) {
+		return MIP_NO_GAIN_TL;
 	}
-	double ms = left * 1000.0;
-	sm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
 	int ret = glp_simplex(lp, &sm);
 	if (ret == GLP_ETMLIM) {
-		res = MIP_NO_GAIN_TL;
-		goto out;
+		return MIP_NO_GAIN_TL;
 	}
 	if (ret == GLP_EITLIM) {
-		res = MIP_LP_ITS;
-		goto out;
+		return MIP_LP_ITS;
 	}
 	if (ret != 0 || glp_get_status(lp) != GLP_OPT) {
-		res = glp_get_status(lp) == GLP_NOFEAS ? MIP_NO_GAIN : MIP_ERROR;
-		goto out;
+		return glp_get_status(lp) == GLP_NOFEAS ? MIP_NO_GAIN : MIP_ERROR;
 	}
 	/* The LP bound. Budget mode: T >= lb is a column bound, so an LP
 	 * value at lb / scale says nothing the from-scratch bound does not.
 	 * Cost mode: the trivial bound is a lb - b N (all kept at the bound). */
 	double lpv = glp_get_obj_val(lp);
-	double seed_obj = job->cost_mode ? job->seed_cost - job->b * N : 1.0;
-	double trivial = job->cost_mode ? job->a * pr->lb - job->b * N : pr->lb / scale;
+	double scale = m->scale;
+	double seed_obj = job->cost_mode ? job->seed_cost - job->b * pr->N : 1.0;
+	double trivial = job->cost_mode ? job->a * pr->lb - job->b * pr->N : pr->lb / scale;
 	double otol = job->cost_mode ? job->a * pr->tol + 1e-12 * fabs(seed_obj) : pr->tol / scale;
 	if (!job->cost_mode && lpv * scale > job->bound) {
 		job->bound = lpv * scale > job->seed_max ? job->seed_max : lpv * scale;
 	}
 	if (lpv >= seed_obj - otol) {
-		res = MIP_LP_PROVED;
-		goto out;
+		return MIP_LP_PROVED;
 	}
 	if (!job->search_if_weak && lpv <= trivial + otol) {
-		res = MIP_WEAK;
-		goto out;
+		return MIP_WEAK;
 	}
-	/* work budgets from the instance's size (nonzeros of the matrix) */
+	return MIP_SKIPPED;
+}
+
+/* The MIP's plan as job->out (canonical slots); false when it is not
+ * S experts on every GPU. */
+static bool rmip_read(glp_prob *lp, struct rmip *m)
+{
+	const struct rp *pr = m->pr;
+	uint32_t S = pr->S;
+	memset(m->fill, 0, sizeof(*m->fill) * pr->G);
+	bool ok = true;
+	for (uint32_t e = 0; e < pr->E && ok; e++) {
+		for (uint32_t g = 0; g < pr->G && ok; g++) {
+			double x = 0;
+			for (uint32_t r = 1; r <= m->R; r++) {
+				x += glp_mip_col_val(lp, zc(m, e, g, r));
+			}
+			if (x > 0.5) {
+				if (m->fill[g] >= S) {
+					ok = false;
+					break;
+				}
+				m->set[(size_t)g * S + m->fill[g]++] = e;
+			}
+		}
+	}
+	for (uint32_t g = 0; g < pr->G && ok; g++) {
+		ok = m->fill[g] == S;
+	}
+	if (ok) {
+		canonical_slots(pr, m->set, m->job->out, m->used);
+	}
+	return ok;
+}
+
+/* Branch and bound from the incumbent within the work budgets (from the
+ * matrix's size) and the deadline; the bound (budget mode) and, when
+ * better, the plan. */
+static enum mip_result rmip_search(glp_prob *lp, struct rmip *m)
+{
+	struct mip_job *job = m->job;
+	double dim = (double)m->rows.n + (double)m->ncols;
 	double nnz = (double)glp_get_num_nz(lp) + dim;
 	double bb_its = RP_MIP_WORK / nnz;
 	double bb_nodes = bb_its / 8;
-	struct mip_cb cb = {
-		.seed = seed,
+	m->cb = (struct mip_cb){
+		.seed = m->seed,
 		.it_start = glp_get_it_cnt(lp),
 		.it_limit = bb_its > 1e9 ? 1000000000 : (int)bb_its + 1,
 		.node_limit = bb_nodes < RP_MIP_MIN_NODES ? (int)RP_MIP_MIN_NODES
@@ -339,81 +412,92 @@ enum mip_result mip_solve(struct mip_job *job)
 	parm.msg_lev = job->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
 	parm.mip_gap = 0.0;
 	parm.cb_func = mip_callback;
-	parm.cb_info = &cb;
-	left = job->deadline - now_s();
-	if (left < 0.001) {
-		res = MIP_NO_GAIN_TL;
-		goto out;
+	parm.cb_info = &m->cb;
+	if (!rmip_time_left(m, &parm.tm_lim)) {
+		return MIP_NO_GAIN_TL;
 	}
-	ms = left * 1000.0;
-	parm.tm_lim = ms > 2e9 ? 2000000000 : (int)ms + 1;
-	ret = glp_intopt(lp, &parm);
+	int ret = glp_intopt(lp, &parm);
 	int status = glp_mip_status(lp);
 	bool proved = ret == 0 && status == GLP_OPT;
 	bool timed = ret == GLP_ETMLIM;
-	bool stopped = ret == GLP_ESTOP && cb.spent;
+	bool stopped = ret == GLP_ESTOP && m->cb.spent;
 	bool have = (ret == 0 || timed || stopped) && (status == GLP_OPT || status == GLP_FEAS);
 	if (ret == 0 && status == GLP_NOFEAS) {
-		res = MIP_NO_GAIN;
-		goto out;
+		return MIP_NO_GAIN;
 	}
 	if (ret != 0 && !timed && !stopped) {
-		res = MIP_ERROR;
-		goto out;
+		return MIP_ERROR;
 	}
 	if (!job->cost_mode) {
 		if (proved) {
-			job->bound = glp_mip_obj_val(lp) * scale;
-		} else if (cb.have_bound && cb.bound * scale > job->bound) {
-			job->bound = cb.bound * scale;
+			job->bound = glp_mip_obj_val(lp) * m->scale;
+		} else if (m->cb.have_bound && m->cb.bound * m->scale > job->bound) {
+			job->bound = m->cb.bound * m->scale;
 		}
 		if (job->bound > job->seed_max) {
 			job->bound = job->seed_max;
 		}
 	}
 	if (!have) {
-		res = proved ? MIP_NO_GAIN : timed ? MIP_NO_GAIN_TL : MIP_NO_GAIN_WORK;
-		goto out;
+		return proved ? MIP_NO_GAIN : timed ? MIP_NO_GAIN_TL : MIP_NO_GAIN_WORK;
 	}
-	/* read the plan */
-	memset(fill, 0, sizeof(*fill) * G);
-	bool ok = true;
-	for (uint32_t e = 0; e < E && ok; e++) {
-		for (uint32_t g = 0; g < G && ok; g++) {
-			double x = 0;
-			for (uint32_t r = 1; r <= R; r++) {
-				x += glp_mip_col_val(lp, ZC(e, g, r));
-			}
-			if (x > 0.5) {
-				if (fill[g] >= S) {
-					ok = false;
-					break;
-				}
-				set[(size_t)g * S + fill[g]++] = e;
-			}
+	if (!rmip_read(lp, m)) {
+		return MIP_ERROR;
+	}
+	return proved ? MIP_IMPROVED : timed ? MIP_IMPROVED_TL : MIP_IMPROVED_WORK;
+}
+
+/* pl_glpk_run's model: build, root LP, branch and bound. */
+static int rmip_model(glp_prob *lp, void *ctx)
+{
+	struct rmip *m = ctx;
+	rmip_columns(lp, m);
+	rmip_place_rows(m);
+	rmip_load_keep_rows(lp, m);
+	if (m->t.failed) {
+		return MIP_ERROR;
+	}
+	rmip_row_bounds(lp, m);
+	pl_trip_load(lp, &m->t);
+	pl_trip_free(&m->t);
+	rmip_seed(m);
+	enum mip_result res = rmip_root(lp, m);
+	if (res != MIP_SKIPPED) {
+		return res;
+	}
+	return rmip_search(lp, m);
+}
+
+enum mip_result mip_solve(struct mip_job *job)
+{
+	const struct rp *pr = job->pr;
+	job->bound = pr->lb;
+	struct rmip m = {
+		.job = job, .pr = pr, .R = mip_replicas_max(pr), .ncols = mip_columns(pr),
+		.scale = job->seed_max > 0 ? job->seed_max : 1.0,
+	};
+	if (m.ncols > RP_MIP_MAX_COLS) {
+		return MIP_SKIPPED;
+	}
+	m.ycol0 = (int)((size_t)pr->E * pr->G * m.R) + 1;
+	m.tcol = (int)m.ncols;
+	m.seed = calloc(m.ncols + 1, sizeof(*m.seed));
+	m.set = malloc(sizeof(*m.set) * pr->N);
+	m.fill = calloc(pr->G, sizeof(*m.fill));
+	m.used = malloc(2 * (size_t)pr->S);
+	m.rseed = calloc(pr->E, sizeof(*m.rseed));
+	enum mip_result res = MIP_ERROR;
+	if (m.seed && m.set && m.fill && m.used && m.rseed) {
+		for (uint32_t p = 0; p < pr->N; p++) {
+			m.rseed[job->seed[p]]++;
 		}
+		res = (enum mip_result)pl_glpk_run(job->verbose, rmip_model, &m, MIP_ERROR);
 	}
-	for (uint32_t g = 0; g < G && ok; g++) {
-		ok = fill[g] == S;
-	}
-	if (!ok) {
-		res = MIP_ERROR;
-		goto out;
-	}
-	canonical_slots(pr, set, job->out, used);
-	res = proved ? MIP_IMPROVED : timed ? MIP_IMPROVED_TL : MIP_IMPROVED_WORK;
-out:
-	if (lp) {
-		glp_delete_prob(lp);
-	}
-	glp_error_hook(NULL, NULL);
-	pl_trip_free(&t);
-	free(seed);
-	free(set);
-	free(fill);
-	free(used);
-	free(rseed);
+	pl_trip_free(&m.t);
+	free(m.seed);
+	free(m.set);
+	free(m.fill);
+	free(m.used);
+	free(m.rseed);
 	return res;
-#undef ZC
-#undef YC
 }
