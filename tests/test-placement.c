@@ -656,6 +656,30 @@ static void placement__weighted_split_reaches_the_mean(void **state)
 		}
 	}
 	assert_close(share, 5, 1e-9);
+	/* one replica per expert (w = {5, 1}, 2 GPUs x 1 slot): nothing to
+	 * split, the plan is the even split's, 5, optimal by hand (expert 0
+	 * is on some GPU whole) */
+	static const double w2[2] = { 5, 1 };
+	struct mp_placement p2;
+	mp_placement_init(&p2);
+	assert_int_equal(mp_placement_alloc(&p2, 1, 2, 2, 1), 0);
+	assert_int_equal(mp_place_layer(w2, 2, 2, 1, &o, &p2.layers[0]), 0);
+	assert_close(p2.layers[0].max_load, 5, 0);
+	assert_int_equal(p2.layers[0].status, MP_PLACE_OPTIMAL);
+	/* w = {100, 1, 1, 1, 1, 1}, 4 GPUs x 2 slots: expert 0 has at most 3
+	 * replicas (the other five need five slots), so three GPUs share 100
+	 * and one small expert each: the weighted optimum is 103 / 3 > the
+	 * mean 26.25; by hand. Never "optimal" on floating point alone. */
+	static const double w3[6] = { 100, 1, 1, 1, 1, 1 };
+	struct mp_placement p3;
+	mp_placement_init(&p3);
+	assert_int_equal(mp_placement_alloc(&p3, 1, 6, 4, 2), 0);
+	assert_int_equal(mp_place_layer(w3, 6, 4, 2, &o, &p3.layers[0]), 0);
+	assert_close(p3.layers[0].max_load, 103.0 / 3, 1e-9);
+	assert_true(p3.layers[0].lower_bound <= 103.0 / 3);
+	assert_int_not_equal(p3.layers[0].status, MP_PLACE_OPTIMAL);
+	mp_placement_finish(&p3);
+	mp_placement_finish(&p2);
 	mp_placement_finish(&p);
 }
 

@@ -84,6 +84,16 @@ enum pl_bb_result pl_bb_solve(const struct pl_prob *prob, struct pl_sol *best, u
 int pl_balance_exact(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_work,
 		     bool *found);
 
+/* --- the weighted split at the mean (exact-split.c) --- */
+
+/* Whether the plan slot[N] admits a weighted split (each expert's load
+ * shared among its replicas in any proportions) with every GPU at exactly
+ * the mean sum(w) / G, decided exactly by an integer maximum flow; when it
+ * does, *found is true and slot_load[N] gets that split (the flow's exact
+ * shares rounded to doubles). Returns 0 or MP_ENOMEM. */
+int pl_x_weighted_mean(const struct pl_prob *prob, const uint32_t *slot, double *slot_load,
+		       bool *found);
+
 /* --- the last stage of a layer (exact-settle.c) --- */
 
 struct pl_settle {

@@ -57,6 +57,12 @@ static const char M_ENUM_TL[] = "heuristic; time limit in replica-count enumerat
 static const char M_TOL[] = "heuristic and bounds within 1e-6 of each other; not proven exactly";
 static const char M_BB[] = "exact branch and bound over replica counts and packings, optimal";
 static const char M_WEIGHTED[] = "weighted split: glpk lp over the even-split plan";
+static const char M_WEIGHTED_TOL[] =
+	"weighted split: glpk lp over the even-split plan, within 1e-6 of its bound; not proven exactly";
+static const char M_WEIGHTED_NONE[] =
+	"weighted split: one replica per expert, nothing to split (the even split's plan)";
+static const char M_WEIGHTED_MEAN[] =
+	"weighted split: every GPU exactly at the mean (exact max flow over the plan), optimal";
 static const char M_WEIGHTED_EVEN[] = "weighted split: even shares (glpk lp failed)";
 
 void mp_place_options_init(struct mp_place_options *opts)
@@ -557,41 +563,85 @@ static double weighted_bound(const struct pl_prob *prob, double lb, double max_e
 	return lbw;
 }
 
-/* The plan into out: loads, the weighted split's LP when asked, the bound
- * and the status it earns, the method. */
-static void finish_layer(struct layer_search *ls, double t0, struct mp_layer_placement *out)
+/* The weighted split (--split weighted) of the plan in out: every GPU at
+ * exactly the mean when an exact max flow finds such a split (optimal:
+ * the mean bounds every split), else GLPK's LP over the plan, never
+ * claimed optimal (its value is in floating point; the bound is rounded
+ * down below it). Sets *bound, *status and *method. */
+static int weighted_split(struct layer_search *ls, struct mp_layer_placement *out, double *bound,
+			  enum mp_place_status *status, const char **method)
+{
+	struct pl_prob *prob = &ls->prob;
+	if (prob->N <= prob->E) {
+		/* one replica per expert: nothing to split, the even plan stands */
+		*method = M_WEIGHTED_NONE;
+		return 0;
+	}
+	bool mean = false;
+	int rc = pl_x_weighted_mean(prob, ls->best.slot, out->slot_load, &mean);
+	if (rc != 0) {
+		return rc;
+	}
+	if (mean) {
+		double mx = 0;
+		for (uint32_t g = 0; g < prob->G; g++) {
+			double l = 0;
+			for (uint32_t s = 0; s < prob->S; s++) {
+				l += out->slot_load[g * prob->S + s];
+			}
+			out->gpu_load[g] = l;
+			mx = l > mx ? l : mx;
+		}
+		out->max_load = mx;
+		*bound = mx;
+		*status = MP_PLACE_OPTIMAL;
+		*method = M_WEIGHTED_MEAN;
+		return 0;
+	}
+	double b = weighted_bound(prob, ls->lb, out->max_load);
+	double mx = pl_lp_weighted(prob, ls->best.slot, ls->opts->verbose, out->slot_load,
+				   out->gpu_load);
+	if (mx >= 0) {
+		out->max_load = mx;
+		*method = mx <= b + prob->tol ? M_WEIGHTED_TOL : M_WEIGHTED;
+	} else {
+		*method = M_WEIGHTED_EVEN;
+	}
+	b = pl_x_round_down(prob, b < out->max_load ? b : out->max_load);
+	*bound = b < out->max_load ? b : nextafter(out->max_load, 0);
+	*status = MP_PLACE_FEASIBLE;
+	return 0;
+}
+
+/* The plan into out: loads, the weighted split when asked, the bound and
+ * the status it earns, the method. */
+static int finish_layer(struct layer_search *ls, double t0, struct mp_layer_placement *out)
 {
 	struct pl_prob *prob = &ls->prob;
 	fill_layer(prob, &ls->best, out);
 	double bound = ls->lb;
 	const char *method = ls->method;
-	if (ls->opts->split == MP_SPLIT_WEIGHTED && prob->sum > 0) {
-		bound = weighted_bound(prob, ls->lb, out->max_load);
-		double mx = pl_lp_weighted(prob, ls->best.slot, ls->opts->verbose, out->slot_load,
-					   out->gpu_load);
-		if (mx >= 0) {
-			method = M_WEIGHTED;
-			out->max_load = mx;
-		} else {
-			method = M_WEIGHTED_EVEN;
-		}
-	}
 	/* With work.timed_out the safety net fired: the plan is valid and its
 	 * bound holds, but where the search stopped depended on the machine. */
-	enum mp_place_status status = ls->work.timed_out ? MP_PLACE_TIME_LIMIT
-				       : ls->proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
+	enum mp_place_status status = ls->proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE;
 	if (ls->opts->split == MP_SPLIT_WEIGHTED && prob->sum > 0) {
-		/* the weighted split's LP value against its bound, in floating
-		 * point (not part of issue 17's exact claims) */
-		status = pl_status(out->max_load, bound, prob->tol, ls->work.timed_out);
+		int rc = weighted_split(ls, out, &bound, &status, &method);
+		if (rc != 0) {
+			return rc;
+		}
+	}
+	if (ls->work.timed_out) {
+		status = MP_PLACE_TIME_LIMIT;
 	}
 	if (ls->work.timed_out && method != M_ENUM_TL && method != M_MIP_TL && method != M_FIXED_TL
-	    && method != M_WEIGHTED && method != M_WEIGHTED_EVEN) {
+	    && method != M_WEIGHTED && method != M_WEIGHTED_EVEN && method != M_WEIGHTED_TOL
+	    && method != M_WEIGHTED_MEAN && method != M_WEIGHTED_NONE) {
 		method = M_HEUR_TL;
 	}
 	mp_layer_placement_set_bound(out, bound, status);
 	out->method = method;
 	out->seconds = pl_now() - t0;
+	return 0;
 }
 
 int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
@@ -627,7 +677,7 @@ int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		rc = stage_settle(&ls);
 	}
 	if (rc == 0) {
-		finish_layer(&ls, t0, out);
+		rc = finish_layer(&ls, t0, out);
 	}
 out:
 	pl_rset_free(&ls.set);
