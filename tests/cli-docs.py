@@ -7,6 +7,9 @@ each command (`.SS NAME`) must hold one `.TP` entry per option of its
 table (but --help, which the common list above them gives) whose header
 line is the one written here from the table: its short letter, long name
 and value name. The paragraph under each header is the manual's own prose.
+Each table must also give every long name and short letter once (getopt_long
+would silently take the first of two), and never the letters main handles
+for every command (-q) or -h for anything but --help.
 
   tests/cli-docs.py MOEPLAN MAN            exit 1 and list every drift
   tests/cli-docs.py MOEPLAN MAN --update   rewrite the headers from the tables;
@@ -34,12 +37,19 @@ def header(letter, name, value):
     return '.BI %s " %s"' % (long, esc(value))
 
 
-def tables(moeplan):
+def tables(moeplan, problems):
     out = subprocess.run([moeplan, "--dump-options"], check=True, capture_output=True,
                          text=True).stdout
-    cmds = {}
+    cmds, seen = {}, set()
     for line in out.splitlines():
         cmd, letter, name, value, _complete, text = line.split("\t")
+        for key in ((cmd, "--" + name), (cmd, "-" + letter)):
+            if key in seen and key[1] != "--":
+                problems.append("%s: %s appears twice in the option table" % key)
+            seen.add(key)
+        if name in ("quiet", "version") or letter == "q" or (letter == "h") != (name == "help"):
+            problems.append("%s: --%s (-%s) collides with the options main handles" %
+                            (cmd, name, letter))
         if name != "help":
             cmds.setdefault(cmd, []).append((letter, name, value, text.replace("\\n", " ")))
     return cmds
@@ -114,7 +124,8 @@ def main(argv):
     update = "--update" in argv[3:]
     with open(man, encoding="utf-8") as f:
         lines = f.read().split("\n")
-    problems = check(tables(moeplan), lines, update)
+    problems = []
+    problems += check(tables(moeplan, problems), lines, update)
     if update:
         with open(man, "w", encoding="utf-8") as f:
             f.write("\n".join(lines))
