@@ -34,6 +34,11 @@ __extension__ typedef __int128 i128;
 
 /* Most k-subsets of one GPU enumerated for one swap size. */
 #define BAL_MAX_SUBSETS 4096u
+/* Most slots per GPU: the subsets looked at are counted as work, but
+ * comparing two GPUs' experts costs S^2, so wider GPUs would take far
+ * longer per unit (E = 384 on 8 GPUs x 52 slots: 0.4 s a layer); the
+ * shipped traces it proves have at most 17. */
+#define BAL_MAX_S 20u
 /* Moves tried per partner (or pair of partners) at each step. */
 #define BAL_HITS 64u
 /* Most (subset, subset) pairs of two GPUs in the table of a two-partner
@@ -769,7 +774,7 @@ int pl_balance_exact(const struct pl_prob *prob, struct pl_sol *best, uint64_t m
 		     bool *found)
 {
 	*found = false;
-	if (prob->S < 2 || prob->S > 63 || prob->G < 2 || !(prob->sum > 0)) {
+	if (prob->S < 2 || prob->S > BAL_MAX_S || prob->G < 2 || !(prob->sum > 0)) {
 		return 0;
 	}
 	struct pl_sol cand;

@@ -31,10 +31,14 @@ static const char M_BALANCE[] =
 	"exact balancing swaps: every GPU carries exactly the mean load, optimal";
 
 /* Subsets the exact balancing search looks at per layer on 8 GPUs or
- * fewer, times effort; PL_BAL_WORK * (8 / G)^2 on more (about 0.15 s on
- * the 2-core development machine when nothing is found at 8 GPUs: it
- * succeeds mostly with many slots per GPU, where few GPUs share them). */
+ * fewer, times effort; PL_BAL_WORK * (8 / G)^2 on up to PL_BAL_MAX_G
+ * GPUs (about 0.15 s on the 2-core development machine when nothing is
+ * found at 8 GPUs). It succeeds with many slots per GPU shared by few
+ * GPUs (measured: none of the shipped traces' layers at 16 GPUs even at 8
+ * times this budget, none at 32 GPUs, none of the Zipf benchmark layers
+ * at 32 and 64); layers on more than PL_BAL_MAX_G GPUs skip it. */
 #define PL_BAL_WORK 2e6
+#define PL_BAL_MAX_G 16u
 
 uint64_t pl_bb_budget(const struct pl_prob *prob, double effort)
 {
@@ -57,7 +61,7 @@ int pl_exact_settle(const struct pl_prob *prob, struct pl_sol *best, double lb, 
 		out->lb = best->max;
 		return 0;
 	}
-	{
+	if (prob->G <= PL_BAL_MAX_G) {
 		bool found = false;
 		double v = floor(PL_BAL_WORK * (prob->G > 8 ? 64.0 / ((double)prob->G * prob->G) : 1.0) * effort);
 		int rc = pl_balance_exact(prob, best, v < 1 ? 1 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)v,

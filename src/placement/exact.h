@@ -78,7 +78,7 @@ enum pl_bb_result pl_bb_solve(const struct pl_prob *prob, struct pl_sol *best, u
  * exactly the mean load (then optimal), by subset swaps between GPUs in
  * exact integers, within max_work subsets looked at (deterministic). On
  * success best is replaced (through pl_x_accept) and *found is true.
- * Skips (0, *found false) layers with S < 2 or S > 63, or whose mean is
+ * Skips (0, *found false) layers with S < 2 or S > 20, or whose mean is
  * not a multiple of the replica loads' common unit. Returns 0 or
  * MP_ENOMEM. */
 int pl_balance_exact(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_work,
