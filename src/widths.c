@@ -25,6 +25,7 @@ static const char *const verdict_names[] = {
 	[MP_WIDTH_NO_SLOTS] = "no-slots",
 	[MP_WIDTH_NOT_FIXED] = "not-fixed",
 	[MP_WIDTH_MISSES_SLO] = "misses-slo",
+	[MP_WIDTH_ATTENTION_TP] = "attention-tp",
 };
 
 const char *mp_width_verdict_name(enum mp_width_verdict verdict)
@@ -134,9 +135,16 @@ void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_k
 		.tokens_per_request = phase->tokens_per_request,
 	};
 	if (kind == MP_PHASE_PREFILL) {
+		/* The prompts being prefilled hold their KV cache: isl tokens
+		 * each (else context_tokens, else one chunk), as the step's
+		 * capacity (mp_step_capacity_input) counts them. */
+		double prompt = phase->isl > 0.0 ? phase->isl
+			       : (phase->context_tokens > 0.0 ? phase->context_tokens
+							      : phase->chunk_tokens);
 		in.chunk_tokens = phase->chunk_tokens;
-		if (!(in.requests > 0.0) && phase->context_tokens > 0.0) {
-			in.requests = ceil(phase->chunk_tokens / phase->context_tokens);
+		in.context_tokens = prompt;
+		if (!(in.requests > 0.0) && prompt > 0.0) {
+			in.requests = ceil(phase->chunk_tokens / prompt);
 		}
 	}
 	*out = in;
@@ -530,6 +538,9 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 	} else if (phase->gpus && ep > phase->gpus) {
 		say(c, MP_WIDTH_EXCEEDS_GPUS, "exceeds the %u GPU%s available", phase->gpus,
 		    phase->gpus == 1 ? "" : "s");
+	} else if (phase->attention_tp > 1 && ep % phase->attention_tp != 0) {
+		say(c, MP_WIDTH_ATTENTION_TP, "attention tp:%u splits each group of %u GPUs, so EP must "
+		    "be a multiple of %u", phase->attention_tp, phase->attention_tp, phase->attention_tp);
 	} else if (!c->evaluated && c->not_evaluated[0]) {
 		say(c, MP_WIDTH_NO_SLOTS, "%s", c->not_evaluated);
 	} else if (!c->evaluated) {

@@ -58,6 +58,7 @@ enum mp_width_verdict {
 	MP_WIDTH_NO_SLOTS,         /**< the slot rule gives no valid count at this width */
 	MP_WIDTH_NOT_FIXED,        /**< the phase fixes another width */
 	MP_WIDTH_MISSES_SLO,       /**< no batch meets the phase's TPOT (decode) or TTFT (prefill) */
+	MP_WIDTH_ATTENTION_TP,     /**< the phase's attention tp:N does not divide this width */
 };
 
 /** Lower-case name of a verdict ("chosen", "no-fit", ...). */
@@ -146,8 +147,9 @@ MP_EXPORT int mp_widths_width(const struct mp_model *model, const struct mp_phas
 /** The capacity input of a phase at one width: decode holds
  * requests_per_gpu requests of context_tokens and steps
  * requests_per_gpu * tokens_per_request tokens; prefill steps chunk_tokens
- * and holds requests_per_gpu requests (or, when 0, the ceil(chunk /
- * context) prompts being prefilled) of context_tokens. */
+ * and holds the KV cache of requests_per_gpu prompts (or, when 0, the
+ * ceil(chunk / prompt) being prefilled) of prompt = isl tokens (else
+ * context_tokens, else chunk_tokens), as mp_step_capacity_input does. */
 MP_EXPORT void mp_widths_capacity_input(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
 			      const struct mp_ep_width *width, struct mp_capacity_input *out);
 

@@ -104,6 +104,24 @@ bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_
  * (a full disk). */
 int cli_check_outputs(const char *const *outputs, size_t n_outputs);
 
+/** The pictures a report writes next to it: STEM.md -> STEM<suffix>. */
+#define CLI_REPORT_MAX_FILES 8
+struct cli_report_files {
+	size_t count;
+	size_t base;                     /**< offset of the file name in each path */
+	char path[CLI_REPORT_MAX_FILES][1024];
+};
+
+/** Fill out with STEM<suffixes[i]> for a report path (".md" stripped).
+ * False when a name would be too long. */
+bool cli_report_files(const char *report, const char *const *suffixes, size_t n,
+		      struct cli_report_files *out);
+
+/** The pictures `plan --report` and `search --report` write (plan-report.c,
+ * search-report.c); false when a name would be too long. */
+bool cli_plan_report_files(const char *report, struct cli_report_files *out);
+bool cli_search_report_files(const char *report, struct cli_report_files *out);
+
 /** Write a document to path (NULL or "-" = stdout) as YAML or JSON,
  * atomically; prints an error and returns EXIT_INPUT on failure. */
 int cli_emit(const struct mp_doc *doc, const char *path, bool json);
@@ -131,6 +149,10 @@ int cli_load_model_hardware(const char *model_path, const char *hw_path, struct 
 			    struct mp_hardware *hw);
 /** 1 + the drafter's stages (the article: 3 drafted tokens, 4 per request). */
 double cli_default_tokens_per_request(const struct mp_model *model);
+
+/** Warn on stderr when the model lacks what the step model needs for a
+ * term (attention.heads: attention FLOP; vocab_size: the LM head). */
+void cli_warn_step_gaps(const char *model_path, const struct mp_model *model);
 /** An EP width with the given slots, 0 = the scenario's slot rule with
  * min_redundant (MP_MIN_REDUNDANT_AUTO: E + ceil(E / 8), none when ep >= E,
  * rounded up to a multiple of ep; the drafter likewise), then the rules of

@@ -316,8 +316,17 @@ int cmd_place(int argc, char **argv)
 		exit_code = EXIT_INPUT;
 		goto out;
 	}
-	if (a.export_format && !a.export_output) {
-		exit_code = cli_export_map(&pl, &layers, a.export_format, a.output);
+	/* An export that cannot be made fails before anything is written. */
+	if (a.export_format && !layers.known && loads.layer_ids && !a.model) {
+		cli_error("cannot export the SGLang map: %s names its rows' layers, but SGLang wants one "
+			  "row per hidden layer and how many the model has is unknown: give --model M",
+			  a.loads);
+		exit_code = EXIT_INPUT;
+		goto out;
+	}
+	if (a.export_format && (!a.export_output || !layers.known)) {
+		exit_code = cli_export_map(&pl, &layers, a.export_format,
+					   a.export_output ? a.export_output : a.output);
 		goto out;
 	}
 	exit_code = cli_emit(doc, a.output, a.json);

@@ -163,8 +163,16 @@ int cmd_plan(int argc, char **argv)
 	if (export_format && !cli_export_name_ok("plan", export_output ? export_output : output)) {
 		return EXIT_USAGE;
 	}
-	const char *outputs[] = {output, svg, report, export_output};
-	if (!cli_outputs_spare_inputs("plan", outputs, 4, (const char *[]){path}, 1)) {
+	/* Every file the run writes, the report's pictures included. */
+	const char *outputs[4 + CLI_REPORT_MAX_FILES] = {output, svg, report, export_output};
+	size_t n_outputs = 4;
+	struct cli_report_files pictures = {0};
+	if (report && strcmp(report, "-") != 0 && cli_plan_report_files(report, &pictures)) {
+		for (size_t i = 0; i < pictures.count; i++) {
+			outputs[n_outputs++] = pictures.path[i];
+		}
+	}
+	if (!cli_outputs_spare_inputs("plan", outputs, n_outputs, (const char *[]){path}, 1)) {
 		return EXIT_USAGE;
 	}
 	if (report && strcmp(report, "-") == 0) {
@@ -195,17 +203,18 @@ int cmd_plan(int argc, char **argv)
 	if (rc) {
 		goto out;
 	}
+	cli_warn_step_gaps(scenario.model_path, &scenario.model);
 	const char *inputs[] = {
 		scenario.model_path,
 		scenario.prefill.hardware_path,
 		scenario.decode.hardware_path,
 		scenario.traffic.observed.path,
 	};
-	if (!cli_outputs_spare_inputs("plan", outputs, 4, inputs, 4)) {
+	if (!cli_outputs_spare_inputs("plan", outputs, n_outputs, inputs, 4)) {
 		status = EXIT_USAGE;
 		goto out;
 	}
-	status = cli_check_outputs(outputs, 4);
+	status = cli_check_outputs(outputs, n_outputs);
 	if (status != EXIT_OK) {
 		goto out;
 	}

@@ -430,8 +430,16 @@ int cmd_search(int argc, char **argv)
 	if (status != EXIT_OK) {
 		return status < 0 ? EXIT_OK : status;
 	}
-	const char *outputs[] = {a.output, a.svg, a.report, a.export_output};
-	if (!cli_outputs_spare_inputs("search", outputs, 4, (const char *[]){a.path}, 1)) {
+	/* Every file the run writes, the report's pictures included. */
+	const char *outputs[4 + CLI_REPORT_MAX_FILES] = {a.output, a.svg, a.report, a.export_output};
+	size_t n_outputs = 4;
+	struct cli_report_files pictures = {0};
+	if (a.report && strcmp(a.report, "-") != 0 && cli_search_report_files(a.report, &pictures)) {
+		for (size_t i = 0; i < pictures.count; i++) {
+			outputs[n_outputs++] = pictures.path[i];
+		}
+	}
+	if (!cli_outputs_spare_inputs("search", outputs, n_outputs, (const char *[]){a.path}, 1)) {
 		return EXIT_USAGE;
 	}
 	struct mp_diags diags;
@@ -447,7 +455,14 @@ int cmd_search(int argc, char **argv)
 	if (rc) {
 		goto out;
 	}
-	status = cli_check_outputs(outputs, 4);
+	cli_warn_step_gaps(sc.model_path, &sc.model);
+	const char *inputs[] = {sc.model_path, sc.prefill.hardware_path, sc.decode.hardware_path,
+				sc.traffic.observed.path};
+	if (!cli_outputs_spare_inputs("search", outputs, n_outputs, inputs, 4)) {
+		status = EXIT_USAGE;
+		goto out;
+	}
+	status = cli_check_outputs(outputs, n_outputs);
 	if (status != EXIT_OK) {
 		goto out;
 	}

@@ -502,6 +502,7 @@ int cmd_step(int argc, char **argv)
 	mp_hardware_init(&hw);
 	int status = cli_load_model_hardware(a.model, a.hardware, &model, &hw);
 	if (status == 0) {
+		cli_warn_step_gaps(a.model, &model);
 		status = run(&a, &model, &hw);
 	}
 	mp_model_finish(&model);

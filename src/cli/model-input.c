@@ -24,6 +24,24 @@ int cli_load_model_hardware(const char *model_path, const char *hw_path, struct 
 	return rc ? EXIT_INPUT : EXIT_OK;
 }
 
+void cli_warn_step_gaps(const char *model_path, const struct mp_model *model)
+{
+	/* The step model counts attention FLOP from the head count and the
+	 * LM head from the vocabulary; without them those terms are KV reads
+	 * only, and the user should know (a Hugging Face config.json gives
+	 * both). */
+	if (model->attention.heads == 0) {
+		fprintf(stderr, "%s: warning: attention.heads is not given: the step counts no "
+				"attention FLOP, only its KV-cache reads\n",
+			model_path);
+	}
+	if (model->vocab_size == 0) {
+		fprintf(stderr, "%s: warning: vocab_size is not given: the step has no LM-head term "
+				"(its weights stay in dense_weight_bytes)\n",
+			model_path);
+	}
+}
+
 double cli_default_tokens_per_request(const struct mp_model *model)
 {
 	/* One verified token plus one drafted per drafter stage (the

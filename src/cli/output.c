@@ -4,9 +4,39 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The folder's real path and the last name: "./x.json", "x.json" and
+ * "d/../x.json" are one file even when it does not exist yet. False when
+ * the folder cannot be resolved. */
+static bool canonical_name(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	size_t len = slash ? (size_t)(slash - path) : 0;
+	if (len >= sizeof(dir)) {
+		return false;
+	}
+	if (slash) {
+		memcpy(dir, path, len);
+		dir[len] = '\0';
+		if (len == 0) {
+			strcpy(dir, "/");
+		}
+	} else {
+		strcpy(dir, ".");
+	}
+	char real[PATH_MAX];
+	if (!realpath(dir, real)) {
+		return false;
+	}
+	int n = snprintf(buf, size, "%s/%s", real, slash ? slash + 1 : path);
+	return n > 0 && (size_t)n < size;
+}
 
 bool cli_same_file(const char *out_path, const char *in_path)
 {
@@ -17,10 +47,34 @@ bool cli_same_file(const char *out_path, const char *in_path)
 		return true;
 	}
 	struct stat a, b;
-	if (stat(out_path, &a) != 0 || stat(in_path, &b) != 0) {
-		return false;
+	if (stat(out_path, &a) == 0 && stat(in_path, &b) == 0) {
+		return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 	}
-	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	char ca[PATH_MAX + 256], cb[PATH_MAX + 256];
+	return canonical_name(out_path, ca, sizeof(ca)) && canonical_name(in_path, cb, sizeof(cb)) &&
+	       strcmp(ca, cb) == 0;
+}
+
+bool cli_report_files(const char *report, const char *const *suffixes, size_t n,
+		      struct cli_report_files *out)
+{
+	out->count = 0;
+	size_t len = strlen(report);
+	if (len > 3 && strcmp(report + len - 3, ".md") == 0) {
+		len -= 3;
+	}
+	const char *slash = strrchr(report, '/');
+	out->base = slash ? (size_t)(slash - report) + 1 : 0;
+	for (size_t i = 0; i < n && i < CLI_REPORT_MAX_FILES; i++) {
+		if (len + strlen(suffixes[i]) >= sizeof(out->path[i])) {
+			return false;
+		}
+		size_t sl = strlen(suffixes[i]);
+		memcpy(out->path[i], report, len);
+		memcpy(out->path[i] + len, suffixes[i], sl + 1);
+		out->count = i + 1;
+	}
+	return true;
 }
 
 const char *cli_write_error(int rc, int err)

@@ -391,31 +391,30 @@ static int phase_step_bars(const char *path, const struct mp_plan *plan,
 	return EXIT_OK;
 }
 
-int cli_plan_report(const char *path, const struct mp_plan *plan, const struct mp_scenario *sc,
-		    const char *scenario_path)
+bool cli_plan_report_files(const char *report, struct cli_report_files *out)
 {
 	static const char *const suffix[] = {
 		"-decode-roofline.svg", "-decode-heatmap.svg", "-prefill-roofline.svg",
 		"-prefill-heatmap.svg", "-decode-step.svg", "-prefill-step.svg",
 	};
+	return cli_report_files(report, suffix, sizeof(suffix) / sizeof(suffix[0]), out);
+}
+
+int cli_plan_report(const char *path, const struct mp_plan *plan, const struct mp_scenario *sc,
+		    const char *scenario_path)
+{
 	struct report r = {.plan = plan, .sc = sc, .scenario_path = scenario_path};
-	char files[6][1024];
+	struct cli_report_files rf;
 	int status = EXIT_OK;
 
 	/* STEM.md -> STEM-*.svg next to it; the report links them by name. */
-	size_t len = strlen(path);
-	if (len > 3 && strcmp(path + len - 3, ".md") == 0) {
-		len -= 3;
+	if (!cli_plan_report_files(path, &rf)) {
+		cli_error("%s: path too long", path);
+		return EXIT_INPUT;
 	}
-	const char *slash = strrchr(path, '/');
-	size_t base = slash ? (size_t)(slash - path) + 1 : 0;
-	for (int i = 0; i < 6; i++) {
-		if (len + strlen(suffix[i]) >= sizeof(files[i])) {
-			cli_error("%s: path too long", path);
-			return EXIT_INPUT;
-		}
-		snprintf(files[i], sizeof(files[i]), "%.*s%s", (int)len, path, suffix[i]);
-		snprintf(r.pictures[i], sizeof(r.pictures[i]), "%s", files[i] + base);
+	char (*files)[1024] = rf.path;
+	for (size_t i = 0; i < rf.count; i++) {
+		snprintf(r.pictures[i], sizeof(r.pictures[i]), "%s", files[i] + rf.base);
 	}
 
 	r.widths[0] = &plan->prefill.widths;

@@ -245,25 +245,24 @@ static int write_report(void *user, FILE *f)
 	return ferror(f) ? MP_EIO : 0;
 }
 
+bool cli_search_report_files(const char *report, struct cli_report_files *out)
+{
+	static const char *const suffix[] = {"-decode-front.svg", "-prefill-front.svg", "-pools.svg"};
+	return cli_report_files(report, suffix, sizeof(suffix) / sizeof(suffix[0]), out);
+}
+
 int cli_search_report(const char *path, const struct mp_deploy *d, const struct mp_scenario *sc,
 		      const struct mp_deploy_options *opts, const char *scenario_path)
 {
-	static const char *const suffix[] = {"-decode-front.svg", "-prefill-front.svg", "-pools.svg"};
 	struct report r = {.d = d, .sc = sc, .opts = opts, .scenario_path = scenario_path};
-	char files[3][1024];
-	size_t len = strlen(path);
-	if (len > 3 && strcmp(path + len - 3, ".md") == 0) {
-		len -= 3;
+	struct cli_report_files rf;
+	if (!cli_search_report_files(path, &rf)) {
+		cli_error("%s: path too long", path);
+		return EXIT_INPUT;
 	}
-	const char *slash = strrchr(path, '/');
-	size_t base = slash ? (size_t)(slash - path) + 1 : 0;
-	for (int i = 0; i < 3; i++) {
-		if (len + strlen(suffix[i]) >= sizeof(files[i])) {
-			cli_error("%s: path too long", path);
-			return EXIT_INPUT;
-		}
-		snprintf(files[i], sizeof(files[i]), "%.*s%s", (int)len, path, suffix[i]);
-		snprintf(r.pictures[i], sizeof(r.pictures[i]), "%s", files[i] + base);
+	char (*files)[1024] = rf.path;
+	for (size_t i = 0; i < rf.count; i++) {
+		snprintf(r.pictures[i], sizeof(r.pictures[i]), "%s", files[i] + rf.base);
 	}
 	int status = cli_search_front(files[0], d, sc, opts, true);
 	if (status == EXIT_OK) {
