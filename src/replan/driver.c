@@ -5,6 +5,7 @@
  * from-scratch plan and the GLPK MIP: search.c, relabel.c, mip.c) and
  * collects the moves. */
 #include "replan/internal.h"
+#include "placement/exact.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,6 +21,19 @@ static const char M_SCRATCH[] = "from-scratch plan, relabelled to keep experts i
 static const char M_SCRATCH_BOUND[] =
 	"from-scratch plan, relabelled to keep experts in place, bound met";
 static const char M_MIP_OPT[] = "glpk mip with the move budget, optimal";
+/* The claims above that rest on floating-point tolerances (a plan within
+ * 1e-6 of the bound, GLPK's optimality) when exact arithmetic does not
+ * confirm them (issue 17): the layer is then feasible. */
+static const char M_MIP_TOL[] =
+	"glpk mip with the move budget, optimal within its tolerance; not proven exactly";
+static const char *const M_TOL[3] = {
+	"local search from the current plan; optimal within floating-point and glpk tolerances, "
+	"not proven exactly",
+	"from-scratch plan, relabelled; optimal within floating-point and glpk tolerances, "
+	"not proven exactly",
+	"no moves: the current plan; optimal within floating-point and glpk tolerances, "
+	"not proven exactly",
+};
 static const char M_MIP_IMPROVED_WORK[] =
 	"glpk mip with the move budget, improved; its node budget ran out before a proof";
 static const char M_MIP_IMPROVED_TL[] = "glpk mip with the move budget, improved, time limit";
@@ -228,6 +242,70 @@ static void note(struct choice *c, enum mip_note n)
 	} else if (c->method == M_NONE) {
 		c->method = M_NOTES[n][2];
 	}
+}
+
+/* The origin (0 local search, 1 from-scratch, 2 no moves) a method names. */
+static int method_origin(const char *m)
+{
+	if (m == M_SCRATCH || m == M_SCRATCH_BOUND) {
+		return 1;
+	}
+	if (m == M_NONE || m == M_NONE_BOUND || m == M_NONE_ZERO) {
+		return 2;
+	}
+	for (size_t n = 0; n < sizeof(M_NOTES) / sizeof(M_NOTES[0]); n++) {
+		if (m == M_NOTES[n][1] || m == M_NOTES[n][2]) {
+			return m == M_NOTES[n][1] ? 1 : 2;
+		}
+	}
+	return 0;
+}
+
+/* Keep an `optimal` claim only on an exact proof (issue 17): no moves
+ * allowed (the current plan is the only one), every GPU exactly at the
+ * same load (the mean, which bounds every plan), or the from-scratch plan
+ * proven optimal and the chosen plan's busiest GPU exactly equal to it.
+ * Otherwise (tolerance-based claims, and every cost-mode claim, which
+ * rests on GLPK) the layer is feasible with the from-scratch bound, kept
+ * below the plan. */
+static int exact_claim(const struct layer_work *lw, const struct mp_replan_options *o,
+		       enum mp_place_status scratch_status, struct choice *c, double *bound,
+		       enum mp_place_status *status)
+{
+	if (*status != MP_PLACE_OPTIMAL || (lw->budget == 0 && !o->cost_mode)) {
+		return 0;
+	}
+	const struct rp *pr = &lw->pr;
+	struct pl_prob prob;
+	pl_prob_init(&prob, pr->w, pr->E, pr->G, pr->S);
+	struct pl_sol a;
+	struct pl_sol b;
+	memset(&b, 0, sizeof(b));
+	if (pl_sol_alloc(&a, &prob) != 0) {
+		return MP_ENOMEM;
+	}
+	int rc = 0;
+	memcpy(a.slot, c->map, sizeof(*a.slot) * pr->N);
+	pl_sol_eval(&a, &prob);
+	bool exact = !o->cost_mode && pl_x_balanced(&prob, &a);
+	if (!exact && !o->cost_mode && scratch_status == MP_PLACE_OPTIMAL) {
+		rc = pl_sol_alloc(&b, &prob);
+		if (rc == 0) {
+			memcpy(b.slot, lw->scratch, sizeof(*b.slot) * pr->N);
+			pl_sol_eval(&b, &prob);
+			exact = pl_x_cmp_max(&prob, &a, &b) <= 0;
+		}
+	}
+	pl_sol_free(&a);
+	pl_sol_free(&b);
+	if (rc != 0 || exact) {
+		return rc;
+	}
+	*status = MP_PLACE_FEASIBLE;
+	double lb = pr->lb < c->max ? pr->lb : c->max;
+	*bound = lb < c->max ? lb : nextafter(c->max, 0);
+	c->method = c->method == M_MIP_OPT ? M_MIP_TOL : M_TOL[method_origin(c->method)];
+	return 0;
 }
 
 /* Pass 2 of a layer: the plan for its allotted moves. */
@@ -661,6 +739,9 @@ static int run_layer_plans(struct replan_run *r)
 		r->w.deadline = now_s() + r->opts->time_limit_s;
 		r->w.timed_out = false;
 		rc = layer_plan(lw, r->opts, mean, r->w.deadline, &r->st, &r->w, r->used, &r->c, &bound, &status);
+		if (rc == 0) {
+			rc = exact_claim(lw, r->opts, r->raw.layers[l].status, &r->c, &bound, &status);
+		}
 		if (rc) {
 			return rc;
 		}
