@@ -29,7 +29,7 @@ static const struct cli_opt plan_options[] = {
 	{"svg", OPT_SVG, "FILE", "also draw the decode load heatmap (layers x GPUs, round-robin before,\n"
 		"                                 planned after) to FILE as SVG (default: none)", CLI_COMPLETE_FILE},
 	{"report", OPT_REPORT, "FILE.md", "also write a one-page Markdown report with its pictures next to it,\n"
-		"                                 FILE-{decode,prefill}-{roofline,heatmap}.svg (default: none)", CLI_COMPLETE_FILE},
+		"                                 FILE-{decode,prefill}-{roofline,heatmap,step}.svg (default: none)", CLI_COMPLETE_FILE},
 	{"export", OPT_EXPORT, "ENGINE", "write the decode map as sglang (--init-expert-location JSON, one row per\n"
 		"                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
 		"                                 the name must end in .json (default: none)", "sglang"},
@@ -43,12 +43,14 @@ const struct cli_command_help cmd_plan_help = {
 	.synopsis = "moeplan plan [SCENARIO] [-o FILE] [--format yaml|json|text] [options]",
 	.description =
 		"Reads a scenario (model, prefill and decode hardware, traffic, serving targets),\n"
-		"chooses the prefill EP width (the smallest that fits in HBM) and the decode EP\n"
-		"width (the fastest step, counting the busiest GPU, within the scale-up domain;\n"
-		"within 1%, more tokens per expert), sizes the slots, audits HBM, places every\n"
-		"expert and redundant replica of every MoE layer (GLPK's MIP proves small layers;\n"
-		"every layer states its proven lower bound and gap), and writes the plan. SCENARIO defaults to plans/default.yaml\n"
-		"(then " MOEPLAN_DATADIR "/plans/default.yaml).",
+		"chooses each phase's EP width by the whole serving step (decode: most output\n"
+		"tokens/s per GPU at the largest batch that fits in HBM and meets slo.tpot, the\n"
+		"busiest GPU counted; prefill: most input tokens/s per GPU among widths that fit,\n"
+		"within slo.ttft; a group may span scale-up domains; within 5% decode prefers more\n"
+		"tokens per expert, prefill the narrower width), sizes the slots, audits HBM, places\n"
+		"every expert and redundant replica of every MoE layer (every layer states its\n"
+		"proven lower bound and gap), and writes the plan. SCENARIO defaults to\n"
+		"plans/default.yaml (then " MOEPLAN_DATADIR "/plans/default.yaml).",
 	.options = plan_options,
 	.examples =
 		"  moeplan plan plans/default.yaml -o plan.yaml\n"

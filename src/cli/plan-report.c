@@ -262,6 +262,8 @@ static void write_bounds(FILE *f, const struct report *r)
 	uint32_t n_status[2][3] = {{0}};
 	double worst_gap[2] = {0}, worst_ratio[2] = {0};
 	uint32_t gap_layer[2] = {0};
+	/* Layers by the model's numbering, as the plan's placement.layers[]. */
+	const uint32_t *ids = r->plan->loads.layer_ids;
 	for (int p = 0; p < 2; p++) {
 		for (uint32_t l = 0; l < pl[p]->n_layers; l++) {
 			const struct mp_layer_placement *lp = &pl[p]->layers[l];
@@ -283,9 +285,10 @@ static void write_bounds(FILE *f, const struct report *r)
 		n_status[0][MP_PLACE_TIME_LIMIT], n_status[1][MP_PLACE_OPTIMAL],
 		n_status[1][MP_PLACE_FEASIBLE], n_status[1][MP_PLACE_TIME_LIMIT]);
 	fprintf(f, "| worst gap (busiest - bound) / busiest | %.3g%% (layer %u) | %.3g%% (layer %u) |\n",
-		100.0 * worst_gap[0], gap_layer[0], 100.0 * worst_gap[1], gap_layer[1]);
+		100.0 * worst_gap[0], ids ? ids[gap_layer[0]] : gap_layer[0], 100.0 * worst_gap[1],
+		ids ? ids[gap_layer[1]] : gap_layer[1]);
 	fprintf(f, "| worst busiest / lower bound | %.4f | %.4f |\n", worst_ratio[0], worst_ratio[1]);
-	fprintf(f, "| method (layer 0) | ");
+	fprintf(f, "| method (first MoE layer) | ");
 	cell(f, pl[0]->n_layers && pl[0]->layers[0].method ? pl[0]->layers[0].method : "-");
 	fprintf(f, " | ");
 	cell(f, pl[1]->n_layers && pl[1]->layers[0].method ? pl[1]->layers[0].method : "-");

@@ -162,7 +162,7 @@ static void phase_cells(const struct mp_phase_plan *ph[2], const struct mp_phase
 	row(f, any_step ? "    at the busiest GPU" : "  at the busiest GPU", c.v[0], c.v[1]);
 }
 
-static void quality_cells(const struct mp_phase_plan *ph[2], FILE *f)
+static void quality_cells(const struct mp_phase_plan *ph[2], const uint32_t *layer_ids, FILE *f)
 {
 	struct cells c;
 	struct quality q[2];
@@ -180,7 +180,7 @@ static void quality_cells(const struct mp_phase_plan *ph[2], FILE *f)
 	for (int i = 0; i < 2; i++) {
 		if (q[i].worst_gap > 0.0) {
 			snprintf(c.v[i], sizeof(c.v[i]), "%.3g%% (layer %u)", q[i].worst_gap * 100.0,
-				 q[i].worst_gap_layer);
+				 layer_ids ? layer_ids[q[i].worst_gap_layer] : q[i].worst_gap_layer);
 		} else {
 			snprintf(c.v[i], sizeof(c.v[i]), "0 (every layer at its bound)");
 		}
@@ -188,7 +188,7 @@ static void quality_cells(const struct mp_phase_plan *ph[2], FILE *f)
 	row(f, "  worst gap to the bound", c.v[0], c.v[1]);
 	for (int i = 0; i < 2; i++) {
 		snprintf(c.v[i], sizeof(c.v[i]), "%.3f (layer %u)", q[i].worst_ratio,
-			 q[i].worst_ratio_layer);
+			 layer_ids ? layer_ids[q[i].worst_ratio_layer] : q[i].worst_ratio_layer);
 	}
 	row(f, "  busiest / mean load", c.v[0], c.v[1]);
 }
@@ -209,7 +209,8 @@ int cli_plan_summary(void *user, FILE *f)
 	row(f, "hardware", sc->prefill.hardware.name ? sc->prefill.hardware.name : "",
 	    sc->decode.hardware.name ? sc->decode.hardware.name : "");
 	phase_cells(ph, spec, m->routed_experts, f);
-	quality_cells(ph, f);
+	/* Layers by the model's numbering, as the plan's placement.layers[]. */
+	quality_cells(ph, plan->loads.layer_ids, f);
 	fprintf(f, "\nWhy these widths:\n");
 	for (int i = 0; i < 2; i++) {
 		const struct mp_widths *w = &ph[i]->widths;
