@@ -11,21 +11,21 @@
 
 /* Pass 1 of a layer: the curve (local search trajectory capped by the
  * relabelled from-scratch plan). */
-int layer_curve(struct layer_work *lw, const struct mp_layer_placement *scr, struct rs *st,
-		       struct rw *w, unsigned char *used)
+int rp_layer_curve(struct rp_layer_work *lw, const struct mp_layer_placement *scr,
+		   struct rp_state *st, struct rp_work *work, unsigned char *used)
 {
-	struct rp *pr = &lw->pr;
-	int rc = relabel(pr, scr->slot_expert, lw->scratch, used);
+	struct rp_instance *inst = &lw->inst;
+	int rc = rp_relabel(inst, scr->slot_expert, lw->scratch, used);
 	if (rc) {
 		return rc;
 	}
-	lw->scratch_max = map_max(pr, lw->scratch, st);
+	lw->scratch_max = rp_map_max(inst, lw->scratch, st);
 	lw->scratch_moves = st->moves;
 	/* the curve reaches at least the from-scratch plan's moves */
 	lw->K = lw->scratch_moves;
-	rs_load_map(st, pr, pr->orig);
+	rp_state_load(st, inst, inst->orig);
 	double max0 = st->max;
-	rc = local_search(st, pr, w, lw->K, &lw->traj);
+	rc = rp_local_search(st, inst, work, lw->K, &lw->trajectory);
 	if (rc) {
 		return rc;
 	}
@@ -39,19 +39,19 @@ int layer_curve(struct layer_work *lw, const struct mp_layer_placement *scr, str
 		lw->curve_step[k] = 0;
 	}
 	lw->curve[0] = max0;
-	for (size_t i = 0; i < lw->traj.n; i++) {
-		const struct step *s = &lw->traj.steps[i];
-		if (s->moves <= lw->K && s->max < lw->curve[s->moves] - pr->tol) {
+	for (size_t i = 0; i < lw->trajectory.n; i++) {
+		const struct rp_step *s = &lw->trajectory.steps[i];
+		if (s->moves <= lw->K && s->max < lw->curve[s->moves] - inst->tol) {
 			lw->curve[s->moves] = s->max;
 			lw->curve_step[s->moves] = i + 1;
 		}
 	}
-	if (lw->scratch_max < lw->curve[lw->K] - pr->tol) {
+	if (lw->scratch_max < lw->curve[lw->K] - inst->tol) {
 		lw->curve[lw->K] = lw->scratch_max;
 		lw->curve_step[lw->K] = SIZE_MAX;
 	}
 	for (uint32_t k = 1; k <= lw->K; k++) {
-		if (!(lw->curve[k] < lw->curve[k - 1] - pr->tol)) {
+		if (!(lw->curve[k] < lw->curve[k - 1] - inst->tol)) {
 			lw->curve[k] = lw->curve[k - 1];
 			lw->curve_step[k] = lw->curve_step[k - 1];
 		}
@@ -62,8 +62,8 @@ int layer_curve(struct layer_work *lw, const struct mp_layer_placement *scr, str
 /* Split the budget over layers: choice[l] moves for layer l minimising the
  * sum of curve values with sum <= budget (DP, ties to fewer moves); total[]
  * gets the best sum for every total 0 .. sumK. */
-int split_budget(struct layer_work *lws, uint32_t L, uint64_t budget, double *total,
-			size_t total_len)
+int rp_split_budget(struct rp_layer_work *lws, uint32_t L, uint64_t budget, double *total,
+		    size_t total_len)
 {
 	size_t T = total_len; /* sumK + 1 */
 	uint64_t cells = (uint64_t)L * T;
@@ -83,7 +83,7 @@ int split_budget(struct layer_work *lws, uint32_t L, uint64_t budget, double *to
 			dp[b] = 0; /* with no layers, any budget gives 0 */
 		}
 		for (uint32_t l = 0; l < L; l++) {
-			const struct layer_work *lw = &lws[l];
+			const struct rp_layer_work *lw = &lws[l];
 			reach += lw->K;
 			for (size_t b = 0; b < T; b++) {
 				double best = HUGE_VAL;
@@ -136,7 +136,7 @@ int split_budget(struct layer_work *lws, uint32_t L, uint64_t budget, double *to
 		uint32_t bl = UINT32_MAX;
 		uint32_t bk = 0;
 		for (uint32_t l = 0; l < L; l++) {
-			const struct layer_work *lw = &lws[l];
+			const struct rp_layer_work *lw = &lws[l];
 			for (uint32_t k = at[l] + 1; k <= lw->K; k++) {
 				double gain = (lw->curve[at[l]] - lw->curve[k]) / (k - at[l]);
 				if (gain > best) {

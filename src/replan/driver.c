@@ -182,27 +182,27 @@ static int check_input(const struct mp_placement *cur, const struct mp_loads *lo
 
 
 /* The state of the trajectory after `steps` steps (or the scratch plan). */
-static void replay(struct rs *st, const struct layer_work *lw, size_t steps)
+static void replay(struct rp_state *st, const struct rp_layer_work *lw, size_t steps)
 {
-	const struct rp *pr = &lw->pr;
+	const struct rp_instance *inst = &lw->inst;
 	if (steps == SIZE_MAX) {
-		rs_load_map(st, pr, lw->scratch);
+		rp_state_load(st, inst, lw->scratch);
 		return;
 	}
-	rs_load_map(st, pr, pr->orig);
+	rp_state_load(st, inst, inst->orig);
 	for (size_t i = 0; i < steps; i++) {
-		const struct step *s = &lw->traj.steps[i];
+		const struct rp_step *s = &lw->trajectory.steps[i];
 		if (s->q != UINT32_MAX) {
-			rs_set(st, pr, s->p, s->f);
-			rs_set(st, pr, s->q, s->e);
+			rp_state_set(st, inst, s->p, s->f);
+			rp_state_set(st, inst, s->q, s->e);
 		} else {
-			rs_set(st, pr, s->p, s->f);
+			rp_state_set(st, inst, s->p, s->f);
 		}
 	}
-	rs_eval(st, pr);
+	rp_state_eval(st, inst);
 }
 
-struct choice {
+struct layer_choice {
 	uint32_t *map; /* [N] */
 	unsigned char *used; /* [2 S] scratch */
 	double max;
@@ -210,22 +210,23 @@ struct choice {
 	const char *method;
 };
 
-static bool better_choice(const struct mp_replan_options *o, const struct rp *pr, double mean,
-			  double max, uint32_t moves, const struct choice *c)
+static bool better_choice(const struct mp_replan_options *o, const struct rp_instance *inst,
+			  double mean, double max, uint32_t moves, const struct layer_choice *c)
 {
 	if (o->cost_mode) {
 		double a = layer_cost(o, mean, max, moves);
 		double b = layer_cost(o, mean, c->max, c->moves);
 		return a < b - 1e-12 * (fabs(b) + 1e-300) || (a <= b && moves < c->moves);
 	}
-	return max < c->max - pr->tol || (max <= c->max + pr->tol && moves < c->moves);
+	return max < c->max - inst->tol || (max <= c->max + inst->tol && moves < c->moves);
 }
 
 /* Record st as the layer's choice, its slots canonical: an expert that
  * stays on a GPU keeps its old slot, so moves = slots changed. */
-static void take(struct choice *c, const struct rs *st, const struct rp *pr, const char *method)
+static void take(struct layer_choice *c, const struct rp_state *st, const struct rp_instance *inst,
+		 const char *method)
 {
-	canonical_slots(pr, st->slot, c->map, c->used);
+	rp_canonical_slots(inst, st->slot, c->map, c->used);
 	c->max = st->max;
 	c->moves = st->moves;
 	c->method = method;
@@ -233,7 +234,7 @@ static void take(struct choice *c, const struct rs *st, const struct rp *pr, con
 
 /* Say what GLPK did to a plan it did not change, after where the plan
  * came from. */
-static void note(struct choice *c, enum mip_note n)
+static void note(struct layer_choice *c, enum mip_note n)
 {
 	if (c->method == M_LS) {
 		c->method = M_NOTES[n][0];
@@ -268,16 +269,16 @@ static int method_origin(const char *m)
  * Otherwise (tolerance-based claims, and every cost-mode claim, which
  * rests on GLPK) the layer is feasible with the from-scratch bound, kept
  * below the plan. */
-static int exact_claim(const struct layer_work *lw, const struct mp_replan_options *o,
-		       enum mp_place_status scratch_status, struct choice *c, double *bound,
+static int exact_claim(const struct rp_layer_work *lw, const struct mp_replan_options *o,
+		       enum mp_place_status scratch_status, struct layer_choice *c, double *bound,
 		       enum mp_place_status *status)
 {
 	if (*status != MP_PLACE_OPTIMAL || (lw->budget == 0 && !o->cost_mode)) {
 		return 0;
 	}
-	const struct rp *pr = &lw->pr;
+	const struct rp_instance *inst = &lw->inst;
 	struct pl_prob prob;
-	pl_prob_init(&prob, pr->w, pr->E, pr->G, pr->S);
+	pl_prob_init(&prob, inst->w, inst->E, inst->G, inst->S);
 	struct pl_sol a;
 	struct pl_sol b;
 	memset(&b, 0, sizeof(b));
@@ -285,13 +286,13 @@ static int exact_claim(const struct layer_work *lw, const struct mp_replan_optio
 		return MP_ENOMEM;
 	}
 	int rc = 0;
-	memcpy(a.slot, c->map, sizeof(*a.slot) * pr->N);
+	memcpy(a.slot, c->map, sizeof(*a.slot) * inst->N);
 	pl_sol_eval(&a, &prob);
 	bool exact = !o->cost_mode && pl_x_balanced(&prob, &a);
 	if (!exact && !o->cost_mode && scratch_status == MP_PLACE_OPTIMAL) {
 		rc = pl_sol_alloc(&b, &prob);
 		if (rc == 0) {
-			memcpy(b.slot, lw->scratch, sizeof(*b.slot) * pr->N);
+			memcpy(b.slot, lw->scratch, sizeof(*b.slot) * inst->N);
 			pl_sol_eval(&b, &prob);
 			exact = pl_x_cmp_max(&prob, &a, &b) <= 0;
 		}
@@ -302,25 +303,25 @@ static int exact_claim(const struct layer_work *lw, const struct mp_replan_optio
 		return rc;
 	}
 	*status = MP_PLACE_FEASIBLE;
-	double lb = pr->lb < c->max ? pr->lb : c->max;
+	double lb = inst->lb < c->max ? inst->lb : c->max;
 	*bound = lb < c->max ? lb : nextafter(c->max, 0);
 	c->method = c->method == M_MIP_OPT ? M_MIP_TOL : M_TOL[method_origin(c->method)];
 	return 0;
 }
 
 /* Pass 2 of a layer: the plan for its allotted moves. */
-static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, double mean,
-		      double deadline, struct rs *st, struct rw *w, unsigned char *used,
-		      struct choice *c, double *bound, enum mp_place_status *status)
+static int layer_plan(struct rp_layer_work *lw, const struct mp_replan_options *o, double mean,
+		      double deadline, struct rp_state *st, struct rp_work *work, unsigned char *used,
+		      struct layer_choice *c, double *bound, enum mp_place_status *status)
 {
-	struct rp *pr = &lw->pr;
+	struct rp_instance *inst = &lw->inst;
 	uint32_t k = lw->budget;
 	uint32_t kc = lw->pick < lw->K ? lw->pick : lw->K;
-	*bound = pr->lb;
+	*bound = inst->lb;
 	*status = MP_PLACE_FEASIBLE;
 	/* the current plan */
-	rs_load_map(st, pr, pr->orig);
-	take(c, st, pr, M_NONE);
+	rp_state_load(st, inst, inst->orig);
+	take(c, st, inst, M_NONE);
 	if (st->max <= 0) {
 		c->method = M_ZERO;
 		*status = MP_PLACE_OPTIMAL;
@@ -329,7 +330,7 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	}
 	if (k == 0 && !o->cost_mode) {
 		/* the only plan with no moves: optimal for the budget */
-		c->method = c->max <= pr->lb + pr->tol ? M_NONE_BOUND : M_NONE_ZERO;
+		c->method = c->max <= inst->lb + inst->tol ? M_NONE_BOUND : M_NONE_ZERO;
 		*status = MP_PLACE_OPTIMAL;
 		*bound = c->max;
 		return 0;
@@ -337,26 +338,26 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	if (k > 0) {
 		/* the trajectory's point for k */
 		replay(st, lw, lw->curve_step[kc]);
-		if (st->moves <= k && better_choice(o, pr, mean, st->max, st->moves, c)) {
-			take(c, st, pr, lw->curve_step[kc] == SIZE_MAX ? M_SCRATCH : M_LS);
+		if (st->moves <= k && better_choice(o, inst, mean, st->max, st->moves, c)) {
+			take(c, st, inst, lw->curve_step[kc] == SIZE_MAX ? M_SCRATCH : M_LS);
 		}
 		/* a fresh descent with exactly k moves */
-		rs_load_map(st, pr, pr->orig);
-		int rc = local_search(st, pr, w, k, NULL);
+		rp_state_load(st, inst, inst->orig);
+		int rc = rp_local_search(st, inst, work, k, NULL);
 		if (rc) {
 			return rc;
 		}
-		if (better_choice(o, pr, mean, st->max, st->moves, c)) {
-			take(c, st, pr, M_LS);
+		if (better_choice(o, inst, mean, st->max, st->moves, c)) {
+			take(c, st, inst, M_LS);
 		}
 		if (lw->scratch_moves <= k) {
-			rs_load_map(st, pr, lw->scratch);
-			if (better_choice(o, pr, mean, st->max, st->moves, c)) {
-				take(c, st, pr, M_SCRATCH);
+			rp_state_load(st, inst, lw->scratch);
+			if (better_choice(o, inst, mean, st->max, st->moves, c)) {
+				take(c, st, inst, M_SCRATCH);
 			}
 		}
 	}
-	if (c->max <= pr->lb + pr->tol) {
+	if (c->max <= inst->lb + inst->tol) {
 		*status = MP_PLACE_OPTIMAL;
 		c->method = c->method == M_SCRATCH ? M_SCRATCH_BOUND
 			    : c->method == M_NONE ? M_NONE_BOUND : M_LS_BOUND;
@@ -366,21 +367,21 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	if (!o->mip || k == 0) {
 		return 0;
 	}
-	rs_load_map(st, pr, c->map);
-	if (has_dup(st, pr)) {
+	rp_state_load(st, inst, c->map);
+	if (rp_state_has_dup(st, inst)) {
 		note(c, NOTE_DUP);
 		return 0;
 	}
-	if (mip_columns(pr) > RP_MIP_MAX_COLS) {
+	if (rp_mip_columns(inst) > RP_MIP_MAX_COLS) {
 		note(c, NOTE_BIG);
 		return 0;
 	}
-	uint32_t *out = malloc(sizeof(*out) * pr->N);
+	uint32_t *out = malloc(sizeof(*out) * inst->N);
 	if (!out) {
 		return MP_ENOMEM;
 	}
-	struct mip_job job = {
-		.pr = pr,
+	struct rp_mip_job job = {
+		.inst = inst,
 		.seed = c->map,
 		.seed_max = c->max,
 		.cost_mode = o->cost_mode,
@@ -388,12 +389,12 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 		.a = mean > 0 ? o->horizon_steps * o->layer_time_s / mean : 0,
 		.b = o->move_cost_s,
 		.seed_cost = layer_cost(o, mean, c->max, c->moves),
-		.search_if_weak = pr->N <= RP_MIP_SMALL_SLOTS,
+		.search_if_weak = inst->N <= RP_MIP_SMALL_SLOTS,
 		.deadline = deadline,
 		.verbose = o->verbose,
 		.out = out,
 	};
-	enum mip_result res = mip_solve(&job);
+	enum rp_mip_result res = rp_mip_solve(&job);
 	if (!o->cost_mode && job.bound > *bound) {
 		*bound = job.bound;
 	}
@@ -401,9 +402,9 @@ static int layer_plan(struct layer_work *lw, const struct mp_replan_options *o, 
 	case MIP_IMPROVED:
 	case MIP_IMPROVED_WORK:
 	case MIP_IMPROVED_TL:
-		rs_load_map(st, pr, out);
-		if ((o->cost_mode || st->moves <= k) && better_choice(o, pr, mean, st->max, st->moves, c)) {
-			take(c, st, pr, res == MIP_IMPROVED ? M_MIP_OPT
+		rp_state_load(st, inst, out);
+		if ((o->cost_mode || st->moves <= k) && better_choice(o, inst, mean, st->max, st->moves, c)) {
+			take(c, st, inst, res == MIP_IMPROVED ? M_MIP_OPT
 					: res == MIP_IMPROVED_WORK ? M_MIP_IMPROVED_WORK : M_MIP_IMPROVED_TL);
 			*status = res == MIP_IMPROVED ? MP_PLACE_OPTIMAL
 				  : res == MIP_IMPROVED_WORK ? MP_PLACE_FEASIBLE : MP_PLACE_TIME_LIMIT;
@@ -537,11 +538,11 @@ struct replan_run {
 	uint32_t L, E, G, S, N;
 	struct mp_replan res;     /* the result, handed to the caller at the end */
 	struct mp_placement raw;  /* the from-scratch plan */
-	struct layer_work *lws;   /* [L] */
-	struct rs st;
-	struct rw w;
+	struct rp_layer_work *lws;   /* [L] */
+	struct rp_state st;
+	struct rp_work work;
 	unsigned char *used;
-	struct choice c;
+	struct layer_choice c;
 };
 
 /* The result's placements and the current plan evaluated on the loads
@@ -608,16 +609,17 @@ static int run_scratch(struct replan_run *r)
 	}
 	r->res.layers = calloc(L, sizeof(*r->res.layers));
 	r->c.map = malloc(sizeof(*r->c.map) * N);
-	r->w.stamp = calloc(G, sizeof(*r->w.stamp));
-	r->w.delta = calloc(G, sizeof(*r->w.delta));
-	r->w.chg = calloc(G, sizeof(*r->w.chg));
-	r->w.estamp = calloc(E, sizeof(*r->w.estamp));
+	r->work.stamp = calloc(G, sizeof(*r->work.stamp));
+	r->work.delta = calloc(G, sizeof(*r->work.delta));
+	r->work.changed = calloc(G, sizeof(*r->work.changed));
+	r->work.expert_stamp = calloc(E, sizeof(*r->work.expert_stamp));
 	rc = MP_ENOMEM;
-	if (!r->res.layers || !r->c.map || !r->w.stamp || !r->w.delta || !r->w.chg || !r->w.estamp) {
+	if (!r->res.layers || !r->c.map || !r->work.stamp || !r->work.delta || !r->work.changed ||
+	    !r->work.expert_stamp) {
 		return rc;
 	}
-	r->w.mark = 0;
-	r->w.emark = 0;
+	r->work.mark = 0;
+	r->work.expert_mark = 0;
 	return 0;
 }
 
@@ -632,38 +634,38 @@ static int run_curves(struct replan_run *r)
 	int rc = 0;
 	/* 2. the curves */
 	for (uint32_t l = 0; l < L; l++) {
-		struct layer_work *lw = &r->lws[l];
+		struct rp_layer_work *lw = &r->lws[l];
 		const double *wl = mp_loads_row(r->loads, l);
 		double mean = r->res.before.layers[l].mean_load;
 		double wmax = 0;
 		for (uint32_t e = 0; e < E; e++) {
 			wmax = wl[e] > wmax ? wl[e] : wmax;
 		}
-		lw->pr = (struct rp){
+		lw->inst = (struct rp_instance){
 			.E = E, .G = G, .S = S, .N = N, .w = wl,
 			.orig = r->current->layers[l].slot_expert,
 			.tol = RP_REL_TOL * fmax(fmax(mean, wmax / G), 1e-300),
 			.lb = r->raw.layers[l].lower_bound,
 		};
-		lw->pr.ocnt = calloc((size_t)G * E, sizeof(*lw->pr.ocnt));
+		lw->inst.orig_count = calloc((size_t)G * E, sizeof(*lw->inst.orig_count));
 		lw->scratch = malloc(sizeof(*lw->scratch) * N);
-		if (!lw->pr.ocnt || !lw->scratch) {
+		if (!lw->inst.orig_count || !lw->scratch) {
 			rc = MP_ENOMEM;
 			return rc;
 		}
 		for (uint32_t p = 0; p < N; p++) {
-			lw->pr.ocnt[(size_t)(p / S) * E + lw->pr.orig[p]]++;
+			lw->inst.orig_count[(size_t)(p / S) * E + lw->inst.orig[p]]++;
 		}
 		if (!r->st.slot) {
-			rc = rs_alloc(&r->st, &lw->pr);
+			rc = rp_state_alloc(&r->st, &lw->inst);
 			if (rc) {
 				return rc;
 			}
 		}
-		r->w.deadline = now_s() + r->opts->time_limit_s;
-		r->w.timed_out = false;
-		rc = layer_curve(lw, &r->raw.layers[l], &r->st, &r->w, r->used);
-		lw->timed_out = r->w.timed_out;
+		r->work.deadline = now_s() + r->opts->time_limit_s;
+		r->work.timed_out = false;
+		rc = rp_layer_curve(lw, &r->raw.layers[l], &r->st, &r->work, r->used);
+		lw->timed_out = r->work.timed_out;
 		if (rc) {
 			return rc;
 		}
@@ -688,13 +690,13 @@ static int run_budget(struct replan_run *r)
 		rc = MP_ENOMEM;
 		return rc;
 	}
-	rc = split_budget(r->lws, L, r->opts->max_moves, r->res.total_curve, r->res.total_curve_len);
+	rc = rp_split_budget(r->lws, L, r->opts->max_moves, r->res.total_curve, r->res.total_curve_len);
 	if (rc) {
 		return rc;
 	}
 	if (r->opts->cost_mode) {
 		for (uint32_t l = 0; l < L; l++) {
-			struct layer_work *lw = &r->lws[l];
+			struct rp_layer_work *lw = &r->lws[l];
 			double mean = r->res.before.layers[l].mean_load;
 			uint32_t best = 0;
 			for (uint32_t k = 1; k <= lw->K; k++) {
@@ -723,7 +725,7 @@ static int run_layer_plans(struct replan_run *r)
 	}
 	uint64_t spent = 0;
 	for (uint32_t l = 0; l < L; l++) {
-		struct layer_work *lw = &r->lws[l];
+		struct rp_layer_work *lw = &r->lws[l];
 		struct mp_replan_layer *rl = &r->res.layers[l];
 		double mean = r->res.before.layers[l].mean_load;
 		double bound = 0;
@@ -736,24 +738,25 @@ static int run_layer_plans(struct replan_run *r)
 			avail = lw->pick;
 		}
 		lw->budget = (uint32_t)(avail < N ? avail : N);
-		r->w.deadline = now_s() + r->opts->time_limit_s;
-		r->w.timed_out = false;
-		rc = layer_plan(lw, r->opts, mean, r->w.deadline, &r->st, &r->w, r->used, &r->c, &bound, &status);
+		r->work.deadline = now_s() + r->opts->time_limit_s;
+		r->work.timed_out = false;
+		rc = layer_plan(lw, r->opts, mean, r->work.deadline, &r->st, &r->work, r->used, &r->c, &bound,
+				&status);
 		if (rc == 0) {
 			rc = exact_claim(lw, r->opts, r->raw.layers[l].status, &r->c, &bound, &status);
 		}
 		if (rc) {
 			return rc;
 		}
-		if (r->w.timed_out || lw->timed_out) {
+		if (r->work.timed_out || lw->timed_out) {
 			/* a local search stopped on the clock: the plan is valid but
 			 * may depend on machine speed */
 			status = MP_PLACE_TIME_LIMIT;
 		}
 		spent += r->c.moves;
-		rc = eval_into(r->c.map, lw->pr.w, r->current, &r->res.after.layers[l]);
+		rc = eval_into(r->c.map, lw->inst.w, r->current, &r->res.after.layers[l]);
 		if (rc == 0) {
-			rc = eval_into(lw->scratch, lw->pr.w, r->current, &r->res.scratch.layers[l]);
+			rc = eval_into(lw->scratch, lw->inst.w, r->current, &r->res.scratch.layers[l]);
 		}
 		if (rc) {
 			return rc;
@@ -783,7 +786,7 @@ static int run_layer_plans(struct replan_run *r)
 			.curve_len = lw->K + 1,
 		};
 		for (uint32_t p = 0; p < N; p++) {
-			rl->scratch_moves_raw += r->raw.layers[l].slot_expert[p] != lw->pr.orig[p];
+			rl->scratch_moves_raw += r->raw.layers[l].slot_expert[p] != lw->inst.orig[p];
 		}
 		lw->curve = NULL;
 		r->res.sum_before += rl->max_before;
@@ -833,19 +836,19 @@ static void run_free(struct replan_run *r)
 {
 	if (r->lws) {
 		for (uint32_t l = 0; l < r->L; l++) {
-			free(r->lws[l].pr.ocnt);
+			free(r->lws[l].inst.orig_count);
 			free(r->lws[l].scratch);
 			free(r->lws[l].curve);
 			free(r->lws[l].curve_step);
-			traj_free(&r->lws[l].traj);
+			rp_trajectory_free(&r->lws[l].trajectory);
 		}
 	}
 	free(r->lws);
-	rs_free(&r->st);
-	free(r->w.stamp);
-	free(r->w.delta);
-	free(r->w.chg);
-	free(r->w.estamp);
+	rp_state_free(&r->st);
+	free(r->work.stamp);
+	free(r->work.delta);
+	free(r->work.changed);
+	free(r->work.expert_stamp);
 	free(r->used);
 	free(r->c.map);
 	mp_placement_finish(&r->raw);

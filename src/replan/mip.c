@@ -44,7 +44,7 @@
 /* ------------------------------------------------------------------ */
 /* GLPK MIP.                                                           */
 
-struct mip_cb {
+struct mip_progress {
 	const double *seed; /* [ncols + 1] */
 	bool seeded;
 	double bound;       /* best node bound seen (objective units) */
@@ -57,7 +57,7 @@ struct mip_cb {
 
 static void mip_callback(glp_tree *tree, void *info)
 {
-	struct mip_cb *cb = info;
+	struct mip_progress *cb = info;
 	if (glp_ios_reason(tree) == GLP_IHEUR && !cb->seeded) {
 		cb->seeded = true;
 		glp_ios_heur_sol(tree, cb->seed);
@@ -81,24 +81,24 @@ static void mip_callback(glp_tree *tree, void *info)
 	}
 }
 
-static uint32_t mip_replicas_max(const struct rp *pr)
+static uint32_t mip_replicas_max(const struct rp_instance *inst)
 {
-	uint32_t R = pr->N - pr->E + 1;
-	return R < pr->G ? R : pr->G;
+	uint32_t R = inst->N - inst->E + 1;
+	return R < inst->G ? R : inst->G;
 }
 
-size_t mip_columns(const struct rp *pr)
+size_t rp_mip_columns(const struct rp_instance *inst)
 {
-	size_t R = mip_replicas_max(pr);
-	return (size_t)pr->E * pr->G * R + (size_t)pr->E * R + 1;
+	size_t R = mip_replicas_max(inst);
+	return (size_t)inst->E * inst->G * R + (size_t)inst->E * R + 1;
 }
 
 /* One layer's MIP: the job, the model's shape and rows, and the scratch,
  * in the caller's frame so that a GLPK error (pl_glpk_run) loses none of
  * it. */
 struct rmip {
-	struct mip_job *job;
-	const struct rp *pr;
+	struct rp_mip_job *job;
+	const struct rp_instance *inst;
 	uint32_t R;            /* most replicas of an expert (mip_replicas_max) */
 	size_t ncols;          /* z columns, then y columns from ycol0, then T */
 	int ycol0;
@@ -118,15 +118,15 @@ struct rmip {
 	double *seed;          /* [ncols + 1] the incumbent as a column vector */
 	uint32_t *set;         /* [N] the MIP's plan, GPU by GPU */
 	uint32_t *fill;        /* [G] */
-	unsigned char *used;   /* [2 S] canonical_slots' scratch */
+	unsigned char *used;   /* [2 S] rp_canonical_slots' scratch */
 	uint32_t *rseed;       /* [E] the incumbent's replica counts */
-	struct mip_cb cb;
+	struct mip_progress cb;
 };
 
 /* Column of z[e][g][r] and of y[e][r] (1 <= r <= R). */
 static int zc(const struct rmip *m, uint32_t e, uint32_t g, uint32_t r)
 {
-	return (int)(((size_t)e * m->pr->G + g) * m->R + (r - 1)) + 1;
+	return (int)(((size_t)e * m->inst->G + g) * m->R + (r - 1)) + 1;
 }
 
 static int yc(const struct rmip *m, uint32_t e, uint32_t r)
@@ -138,19 +138,19 @@ static int yc(const struct rmip *m, uint32_t e, uint32_t r)
  * cannot help: fixed to 0, unless it is the incumbent's count), and T. */
 static void rmip_columns(glp_prob *lp, const struct rmip *m)
 {
-	const struct rp *pr = m->pr;
-	const struct mip_job *job = m->job;
+	const struct rp_instance *inst = m->inst;
+	const struct rp_mip_job *job = m->job;
 	glp_set_obj_dir(lp, GLP_MIN);
 	glp_add_cols(lp, (int)m->ncols);
 	double cutoff = job->cost_mode ? HUGE_VAL : job->seed_max;
-	for (uint32_t e = 0; e < pr->E; e++) {
+	for (uint32_t e = 0; e < inst->E; e++) {
 		for (uint32_t r = 1; r <= m->R; r++) {
-			bool off = pr->w[e] / r > cutoff + pr->tol && r != m->rseed[e];
+			bool off = inst->w[e] / r > cutoff + inst->tol && r != m->rseed[e];
 			glp_set_col_kind(lp, yc(m, e, r), GLP_BV);
 			if (off) {
 				glp_set_col_bnds(lp, yc(m, e, r), GLP_FX, 0, 0);
 			}
-			for (uint32_t g = 0; g < pr->G; g++) {
+			for (uint32_t g = 0; g < inst->G; g++) {
 				glp_set_col_kind(lp, zc(m, e, g, r), GLP_BV);
 				if (off) {
 					glp_set_col_bnds(lp, zc(m, e, g, r), GLP_FX, 0, 0);
@@ -159,10 +159,10 @@ static void rmip_columns(glp_prob *lp, const struct rmip *m)
 		}
 	}
 	if (job->cost_mode) {
-		glp_set_col_bnds(lp, m->tcol, GLP_LO, pr->lb / m->scale, 0);
+		glp_set_col_bnds(lp, m->tcol, GLP_LO, inst->lb / m->scale, 0);
 		glp_set_obj_coef(lp, m->tcol, job->a * m->scale);
 	} else {
-		double lo = pr->lb / m->scale;
+		double lo = inst->lb / m->scale;
 		double hi = 1.0;
 		glp_set_col_bnds(lp, m->tcol, lo < hi ? GLP_DB : GLP_FX, lo < hi ? lo : hi, hi);
 		glp_set_obj_coef(lp, m->tcol, 1.0);
@@ -173,31 +173,31 @@ static void rmip_columns(glp_prob *lp, const struct rmip *m)
  * r is chosen, S slots per GPU, one replica of an expert per GPU. */
 static void rmip_place_rows(struct rmip *m)
 {
-	const struct rp *pr = m->pr;
+	const struct rp_instance *inst = m->inst;
 	uint32_t R = m->R;
 	struct pl_triplets *t = &m->t;
 	int row = 0;
 	m->rows.one = row + 1;
-	for (uint32_t e = 0; e < pr->E; e++) {
+	for (uint32_t e = 0; e < inst->E; e++) {
 		row++;
 		for (uint32_t r = 1; r <= R; r++) {
 			pl_trip_add(t, row, yc(m, e, r), 1.0);
 		}
 	}
 	m->rows.rep = row + 1;
-	for (uint32_t e = 0; e < pr->E; e++) {
+	for (uint32_t e = 0; e < inst->E; e++) {
 		for (uint32_t r = 1; r <= R; r++) {
 			row++;
-			for (uint32_t g = 0; g < pr->G; g++) {
+			for (uint32_t g = 0; g < inst->G; g++) {
 				pl_trip_add(t, row, zc(m, e, g, r), 1.0);
 			}
 			pl_trip_add(t, row, yc(m, e, r), -(double)r);
 		}
 	}
 	m->rows.slots = row + 1;
-	for (uint32_t g = 0; g < pr->G; g++) {
+	for (uint32_t g = 0; g < inst->G; g++) {
 		row++;
-		for (uint32_t e = 0; e < pr->E; e++) {
+		for (uint32_t e = 0; e < inst->E; e++) {
 			for (uint32_t r = 1; r <= R; r++) {
 				pl_trip_add(t, row, zc(m, e, g, r), 1.0);
 			}
@@ -205,8 +205,8 @@ static void rmip_place_rows(struct rmip *m)
 	}
 	m->rows.dup = row + 1;
 	if (R >= 2) {
-		for (uint32_t e = 0; e < pr->E; e++) {
-			for (uint32_t g = 0; g < pr->G; g++) {
+		for (uint32_t e = 0; e < inst->E; e++) {
+			for (uint32_t g = 0; g < inst->G; g++) {
 				row++;
 				for (uint32_t r = 1; r <= R; r++) {
 					pl_trip_add(t, row, zc(m, e, g, r), 1.0);
@@ -223,27 +223,27 @@ static void rmip_place_rows(struct rmip *m)
  * earns b in the objective). */
 static void rmip_load_keep_rows(glp_prob *lp, struct rmip *m)
 {
-	const struct rp *pr = m->pr;
+	const struct rp_instance *inst = m->inst;
 	struct pl_triplets *t = &m->t;
 	int row = m->rows.n;
 	m->rows.load = row + 1;
-	for (uint32_t g = 0; g < pr->G; g++) {
+	for (uint32_t g = 0; g < inst->G; g++) {
 		row++;
-		for (uint32_t e = 0; e < pr->E; e++) {
-			if (pr->w[e] <= 0) {
+		for (uint32_t e = 0; e < inst->E; e++) {
+			if (inst->w[e] <= 0) {
 				continue;
 			}
 			for (uint32_t r = 1; r <= m->R; r++) {
-				pl_trip_add(t, row, zc(m, e, g, r), pr->w[e] / r / m->scale);
+				pl_trip_add(t, row, zc(m, e, g, r), inst->w[e] / r / m->scale);
 			}
 		}
 		pl_trip_add(t, row, m->tcol, -1.0);
 	}
 	m->rows.keep = row + 1;
 	row++;
-	for (uint32_t g = 0; g < pr->G; g++) {
-		for (uint32_t e = 0; e < pr->E; e++) {
-			if (!cnt_get(pr->ocnt, pr, g, e)) {
+	for (uint32_t g = 0; g < inst->G; g++) {
+		for (uint32_t e = 0; e < inst->E; e++) {
+			if (!count_get(inst->orig_count, inst, g, e)) {
 				continue;
 			}
 			for (uint32_t r = 1; r <= m->R; r++) {
@@ -261,16 +261,16 @@ static void rmip_load_keep_rows(glp_prob *lp, struct rmip *m)
 /* The rows' bounds; the move budget holds N - budget experts in place. */
 static void rmip_row_bounds(glp_prob *lp, const struct rmip *m)
 {
-	const struct rp *pr = m->pr;
+	const struct rp_instance *inst = m->inst;
 	glp_add_rows(lp, m->rows.n);
-	for (uint32_t e = 0; e < pr->E; e++) {
+	for (uint32_t e = 0; e < inst->E; e++) {
 		glp_set_row_bnds(lp, m->rows.one + (int)e, GLP_FX, 1, 1);
 	}
-	for (int k = 0; k < (int)(pr->E * m->R); k++) {
+	for (int k = 0; k < (int)(inst->E * m->R); k++) {
 		glp_set_row_bnds(lp, m->rows.rep + k, GLP_FX, 0, 0);
 	}
-	for (uint32_t g = 0; g < pr->G; g++) {
-		glp_set_row_bnds(lp, m->rows.slots + (int)g, GLP_FX, pr->S, pr->S);
+	for (uint32_t g = 0; g < inst->G; g++) {
+		glp_set_row_bnds(lp, m->rows.slots + (int)g, GLP_FX, inst->S, inst->S);
 		glp_set_row_bnds(lp, m->rows.load + (int)g, GLP_UP, 0, 0);
 	}
 	for (int k = 0; k < m->rows.n_dup; k++) {
@@ -279,7 +279,7 @@ static void rmip_row_bounds(glp_prob *lp, const struct rmip *m)
 	if (m->job->cost_mode) {
 		glp_set_row_bnds(lp, m->rows.keep, GLP_FR, 0, 0);
 	} else {
-		double need = (double)pr->N - (double)m->job->budget;
+		double need = (double)inst->N - (double)m->job->budget;
 		glp_set_row_bnds(lp, m->rows.keep, need > 0 ? GLP_LO : GLP_FR, need > 0 ? need : 0, 0);
 	}
 }
@@ -287,12 +287,12 @@ static void rmip_row_bounds(glp_prob *lp, const struct rmip *m)
 /* The incumbent as a full column vector (GLPK's heuristic solution). */
 static void rmip_seed(struct rmip *m)
 {
-	const struct rp *pr = m->pr;
-	for (uint32_t p = 0; p < pr->N; p++) {
+	const struct rp_instance *inst = m->inst;
+	for (uint32_t p = 0; p < inst->N; p++) {
 		uint32_t e = m->job->seed[p];
-		m->seed[zc(m, e, p / pr->S, m->rseed[e])] = 1.0;
+		m->seed[zc(m, e, p / inst->S, m->rseed[e])] = 1.0;
 	}
-	for (uint32_t e = 0; e < pr->E; e++) {
+	for (uint32_t e = 0; e < inst->E; e++) {
 		m->seed[yc(m, e, m->rseed[e])] = 1.0;
 	}
 	m->seed[m->tcol] = m->job->seed_max / m->scale;
@@ -314,10 +314,10 @@ static bool rmip_time_left(const struct rmip *m, int *tm_lim)
 /* The root LP within its iteration limit, and what its bound says.
  * Returns MIP_SKIPPED when branch and bound should follow, else the
  * layer's result (raises job->bound in budget mode). */
-static enum mip_result rmip_root(glp_prob *lp, struct rmip *m)
+static enum rp_mip_result rmip_root(glp_prob *lp, struct rmip *m)
 {
-	struct mip_job *job = m->job;
-	const struct rp *pr = m->pr;
+	struct rp_mip_job *job = m->job;
+	const struct rp_instance *inst = m->inst;
 	glp_smcp sm;
 	glp_init_smcp(&sm);
 	sm.msg_lev = job->verbose ? GLP_MSG_ON : GLP_MSG_OFF;
@@ -342,9 +342,9 @@ static enum mip_result rmip_root(glp_prob *lp, struct rmip *m)
 	 * Cost mode: the trivial bound is a lb - b N (all kept at the bound). */
 	double lpv = glp_get_obj_val(lp);
 	double scale = m->scale;
-	double seed_obj = job->cost_mode ? job->seed_cost - job->b * pr->N : 1.0;
-	double trivial = job->cost_mode ? job->a * pr->lb - job->b * pr->N : pr->lb / scale;
-	double otol = job->cost_mode ? job->a * pr->tol + 1e-12 * fabs(seed_obj) : pr->tol / scale;
+	double seed_obj = job->cost_mode ? job->seed_cost - job->b * inst->N : 1.0;
+	double trivial = job->cost_mode ? job->a * inst->lb - job->b * inst->N : inst->lb / scale;
+	double otol = job->cost_mode ? job->a * inst->tol + 1e-12 * fabs(seed_obj) : inst->tol / scale;
 	if (!job->cost_mode && lpv * scale > job->bound) {
 		job->bound = lpv * scale > job->seed_max ? job->seed_max : lpv * scale;
 	}
@@ -361,12 +361,12 @@ static enum mip_result rmip_root(glp_prob *lp, struct rmip *m)
  * S experts on every GPU. */
 static bool rmip_read(glp_prob *lp, struct rmip *m)
 {
-	const struct rp *pr = m->pr;
-	uint32_t S = pr->S;
-	memset(m->fill, 0, sizeof(*m->fill) * pr->G);
+	const struct rp_instance *inst = m->inst;
+	uint32_t S = inst->S;
+	memset(m->fill, 0, sizeof(*m->fill) * inst->G);
 	bool ok = true;
-	for (uint32_t e = 0; e < pr->E && ok; e++) {
-		for (uint32_t g = 0; g < pr->G && ok; g++) {
+	for (uint32_t e = 0; e < inst->E && ok; e++) {
+		for (uint32_t g = 0; g < inst->G && ok; g++) {
 			double x = 0;
 			for (uint32_t r = 1; r <= m->R; r++) {
 				x += glp_mip_col_val(lp, zc(m, e, g, r));
@@ -380,11 +380,11 @@ static bool rmip_read(glp_prob *lp, struct rmip *m)
 			}
 		}
 	}
-	for (uint32_t g = 0; g < pr->G && ok; g++) {
+	for (uint32_t g = 0; g < inst->G && ok; g++) {
 		ok = m->fill[g] == S;
 	}
 	if (ok) {
-		canonical_slots(pr, m->set, m->job->out, m->used);
+		rp_canonical_slots(inst, m->set, m->job->out, m->used);
 	}
 	return ok;
 }
@@ -392,14 +392,14 @@ static bool rmip_read(glp_prob *lp, struct rmip *m)
 /* Branch and bound from the incumbent within the work budgets (from the
  * matrix's size) and the deadline; the bound (budget mode) and, when
  * better, the plan. */
-static enum mip_result rmip_search(glp_prob *lp, struct rmip *m)
+static enum rp_mip_result rmip_search(glp_prob *lp, struct rmip *m)
 {
-	struct mip_job *job = m->job;
+	struct rp_mip_job *job = m->job;
 	double dim = (double)m->rows.n + (double)m->ncols;
 	double nnz = (double)glp_get_num_nz(lp) + dim;
 	double bb_its = RP_MIP_WORK / nnz;
 	double bb_nodes = bb_its / 8;
-	m->cb = (struct mip_cb){
+	m->cb = (struct mip_progress){
 		.seed = m->seed,
 		.it_start = glp_get_it_cnt(lp),
 		.it_limit = bb_its > 1e9 ? 1000000000 : (int)bb_its + 1,
@@ -461,37 +461,37 @@ static int rmip_model(glp_prob *lp, void *ctx)
 	pl_trip_load(lp, &m->t);
 	pl_trip_free(&m->t);
 	rmip_seed(m);
-	enum mip_result res = rmip_root(lp, m);
+	enum rp_mip_result res = rmip_root(lp, m);
 	if (res != MIP_SKIPPED) {
 		return res;
 	}
 	return rmip_search(lp, m);
 }
 
-enum mip_result mip_solve(struct mip_job *job)
+enum rp_mip_result rp_mip_solve(struct rp_mip_job *job)
 {
-	const struct rp *pr = job->pr;
-	job->bound = pr->lb;
+	const struct rp_instance *inst = job->inst;
+	job->bound = inst->lb;
 	struct rmip m = {
-		.job = job, .pr = pr, .R = mip_replicas_max(pr), .ncols = mip_columns(pr),
+		.job = job, .inst = inst, .R = mip_replicas_max(inst), .ncols = rp_mip_columns(inst),
 		.scale = job->seed_max > 0 ? job->seed_max : 1.0,
 	};
 	if (m.ncols > RP_MIP_MAX_COLS) {
 		return MIP_SKIPPED;
 	}
-	m.ycol0 = (int)((size_t)pr->E * pr->G * m.R) + 1;
+	m.ycol0 = (int)((size_t)inst->E * inst->G * m.R) + 1;
 	m.tcol = (int)m.ncols;
 	m.seed = calloc(m.ncols + 1, sizeof(*m.seed));
-	m.set = malloc(sizeof(*m.set) * pr->N);
-	m.fill = calloc(pr->G, sizeof(*m.fill));
-	m.used = malloc(2 * (size_t)pr->S);
-	m.rseed = calloc(pr->E, sizeof(*m.rseed));
-	enum mip_result res = MIP_ERROR;
+	m.set = malloc(sizeof(*m.set) * inst->N);
+	m.fill = calloc(inst->G, sizeof(*m.fill));
+	m.used = malloc(2 * (size_t)inst->S);
+	m.rseed = calloc(inst->E, sizeof(*m.rseed));
+	enum rp_mip_result res = MIP_ERROR;
 	if (m.seed && m.set && m.fill && m.used && m.rseed) {
-		for (uint32_t p = 0; p < pr->N; p++) {
+		for (uint32_t p = 0; p < inst->N; p++) {
 			m.rseed[job->seed[p]]++;
 		}
-		res = (enum mip_result)pl_glpk_run(job->verbose, rmip_model, &m, MIP_ERROR);
+		res = (enum rp_mip_result)pl_glpk_run(job->verbose, rmip_model, &m, MIP_ERROR);
 	}
 	pl_trip_free(&m.t);
 	free(m.seed);

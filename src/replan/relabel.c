@@ -17,13 +17,14 @@
  * write the map that keeps every staying expert in its old slot and puts
  * the arrivals into the freed slots (ascending expert id into ascending
  * slot). */
-void canonical_slots(const struct rp *pr, const uint32_t *set, uint32_t *out, unsigned char *used)
+void rp_canonical_slots(const struct rp_instance *inst, const uint32_t *set, uint32_t *out,
+			unsigned char *used)
 {
-	uint32_t S = pr->S;
-	for (uint32_t g = 0; g < pr->G; g++) {
+	uint32_t S = inst->S;
+	for (uint32_t g = 0; g < inst->G; g++) {
 		const uint32_t *want = set + (size_t)g * S;
 		uint32_t *dst = out + (size_t)g * S;
-		const uint32_t *old = pr->orig + (size_t)g * S;
+		const uint32_t *old = inst->orig + (size_t)g * S;
 		memset(used, 0, S);
 		unsigned char *filled = used + S;
 		memset(filled, 0, S);
@@ -126,9 +127,9 @@ out:
 
 /* overlap[h][g]: slots of new GPU h whose expert old GPU g held (as
  * multisets: a second copy on h counts only if g held two). */
-static double overlap(const struct rp *pr, const uint32_t *map, uint32_t h, uint32_t g)
+static double overlap(const struct rp_instance *inst, const uint32_t *map, uint32_t h, uint32_t g)
 {
-	uint32_t S = pr->S;
+	uint32_t S = inst->S;
 	double keep = 0;
 	for (uint32_t i = h * S; i < (h + 1) * S; i++) {
 		uint32_t e = map[i];
@@ -136,7 +137,7 @@ static double overlap(const struct rp *pr, const uint32_t *map, uint32_t h, uint
 		for (uint32_t j = h * S; j < i; j++) {
 			seen += map[j] == e;
 		}
-		if (seen < cnt_get(pr->ocnt, pr, g, e)) {
+		if (seen < count_get(inst->orig_count, inst, g, e)) {
 			keep += 1;
 		}
 	}
@@ -147,12 +148,12 @@ static double overlap(const struct rp *pr, const uint32_t *map, uint32_t h, uint
  * (lowest index on ties, the lowest free GPU when it overlaps none). Only
  * old GPUs that hold one of its experts are looked at (an index from
  * expert to old GPUs), so time and memory grow with N, not G^2. */
-static int relabel_greedy(const struct rp *pr, const uint32_t *map, uint32_t *assign)
+static int relabel_greedy(const struct rp_instance *inst, const uint32_t *map, uint32_t *assign)
 {
-	uint32_t G = pr->G;
-	uint32_t S = pr->S;
-	uint32_t E = pr->E;
-	uint32_t N = pr->N;
+	uint32_t G = inst->G;
+	uint32_t S = inst->S;
+	uint32_t E = inst->E;
+	uint32_t N = inst->N;
 	uint32_t *head = calloc((size_t)E + 1, sizeof(*head));
 	uint32_t *list = malloc(sizeof(*list) * N);
 	uint32_t *stamp = calloc(G, sizeof(*stamp));
@@ -162,14 +163,14 @@ static int relabel_greedy(const struct rp *pr, const uint32_t *map, uint32_t *as
 		goto out;
 	}
 	for (uint32_t p = 0; p < N; p++) {
-		head[pr->orig[p] + 1]++;
+		head[inst->orig[p] + 1]++;
 	}
 	for (uint32_t e = 0; e < E; e++) {
 		head[e + 1] += head[e];
 	}
 	for (uint32_t p = 0; p < N; p++) {
 		/* slots in ascending order: each expert's GPUs come out sorted */
-		uint32_t e = pr->orig[p];
+		uint32_t e = inst->orig[p];
 		list[head[e]++] = p / S;
 	}
 	for (uint32_t e = E; e > 0; e--) {
@@ -188,7 +189,7 @@ static int relabel_greedy(const struct rp *pr, const uint32_t *map, uint32_t *as
 					continue;
 				}
 				stamp[g] = h + 1;
-				double keep = overlap(pr, map, h, g);
+				double keep = overlap(inst, map, h, g);
 				if (keep > best || (keep == best && keep > 0 && g < pick)) {
 					best = keep;
 					pick = g;
@@ -217,13 +218,14 @@ out:
  * possible, then canonicalise its slots: out[N]. Up to
  * RP_HUNGARIAN_MAX_GPUS GPUs the assignment is optimal (Hungarian method
  * on a G x G matrix); beyond, greedy over an expert index. */
-int relabel(const struct rp *pr, const uint32_t *map, uint32_t *out, unsigned char *used)
+int rp_relabel(const struct rp_instance *inst, const uint32_t *map, uint32_t *out,
+	       unsigned char *used)
 {
-	uint32_t G = pr->G;
-	uint32_t S = pr->S;
+	uint32_t G = inst->G;
+	uint32_t S = inst->S;
 	double *cost = NULL;
 	uint32_t *assign = malloc(sizeof(*assign) * G);
-	uint32_t *set = malloc(sizeof(*set) * pr->N);
+	uint32_t *set = malloc(sizeof(*set) * inst->N);
 	int rc = MP_ENOMEM;
 	if (!assign || !set) {
 		goto out;
@@ -235,12 +237,12 @@ int relabel(const struct rp *pr, const uint32_t *map, uint32_t *out, unsigned ch
 		}
 		for (uint32_t h = 0; h < G; h++) {
 			for (uint32_t g = 0; g < G; g++) {
-				cost[(size_t)h * G + g] = -overlap(pr, map, h, g);
+				cost[(size_t)h * G + g] = -overlap(inst, map, h, g);
 			}
 		}
 		rc = hungarian(cost, G, assign);
 	} else {
-		rc = relabel_greedy(pr, map, assign);
+		rc = relabel_greedy(inst, map, assign);
 	}
 	if (rc) {
 		goto out;
@@ -248,7 +250,7 @@ int relabel(const struct rp *pr, const uint32_t *map, uint32_t *out, unsigned ch
 	for (uint32_t h = 0; h < G; h++) {
 		memcpy(set + (size_t)assign[h] * S, map + (size_t)h * S, sizeof(*set) * S);
 	}
-	canonical_slots(pr, set, out, used);
+	rp_canonical_slots(inst, set, out, used);
 	rc = 0;
 out:
 	free(cost);
