@@ -29,7 +29,10 @@
 #include "moeplan/placement.h"
 
 /* Relative tolerance under which two loads count as equal and a gap as
- * closed (the GLPK models use a cutoff of UB * (1 - PL_REL_TOL)). */
+ * closed (the GLPK models use a cutoff of UB * (1 - PL_REL_TOL)). Coarse
+ * enough to absorb GLPK's own tolerances (1e-7) in those cutoffs and in
+ * LP bounds. Re-planning compares only loads it sums itself and uses a
+ * finer RP_REL_TOL (1e-9, src/replan/internal.h says why). */
 #define PL_REL_TOL 1e-6
 
 /* One layer's instance. */

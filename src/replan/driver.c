@@ -6,6 +6,7 @@
  * collects the moves. */
 #include "replan/internal.h"
 #include "placement/exact.h"
+#include "placement/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -662,7 +663,7 @@ static int run_curves(struct replan_run *r)
 				return rc;
 			}
 		}
-		r->work.deadline = now_s() + r->opts->time_limit_s;
+		r->work.deadline = pl_now() + r->opts->time_limit_s;
 		r->work.timed_out = false;
 		rc = rp_layer_curve(lw, &r->raw.layers[l], &r->st, &r->work, r->used);
 		lw->timed_out = r->work.timed_out;
@@ -738,7 +739,7 @@ static int run_layer_plans(struct replan_run *r)
 			avail = lw->pick;
 		}
 		lw->budget = (uint32_t)(avail < N ? avail : N);
-		r->work.deadline = now_s() + r->opts->time_limit_s;
+		r->work.deadline = pl_now() + r->opts->time_limit_s;
 		r->work.timed_out = false;
 		rc = layer_plan(lw, r->opts, mean, r->work.deadline, &r->st, &r->work, r->used, &r->c, &bound,
 				&status);

@@ -33,7 +33,20 @@
  * layers get it only when the LP bound beats the from-scratch bound. */
 #define RP_MIP_SMALL_SLOTS 32u
 
-/* Relative tolerance: loads closer than this (times the mean) are equal. */
+/* Relative tolerance of re-planning: loads closer than this (times
+ * max(mean, max w / G), as PL_REL_TOL) are equal, a step of the local
+ * search or a point of a layer's move curve must gain more, and a plan
+ * within it of the from-scratch bound meets the bound (its `optimal`
+ * claim then stands only when exact arithmetic confirms it: driver.c's
+ * exact_claim). It is finer than the placement solver's PL_REL_TOL
+ * (1e-6, src/placement/internal.h) because every plan re-planning compares, the MIP's included, is scored by its
+ * own sums of w_e / r_e: rounding there is ~1e-15 of the mean, so 1e-9 is
+ * safe, while PL_REL_TOL must absorb GLPK's own tolerances (1e-7) in its
+ * cutoffs and LP bounds. (mip.c tests GLPK's LP value against it too,
+ * scaled; there a fine tolerance only errs toward searching on.)
+ * So a re-plan may take a step that gains between 1e-9 and 1e-6 of the
+ * mean, which the placement solver would count as no gain. One tolerance
+ * for both would change plans (issue 15 keeps them byte-identical). */
 #define RP_REL_TOL 1e-9
 
 /* One layer's instance: its loads, the current map and what counts as
@@ -133,7 +146,7 @@ struct rp_mip_job {
 	double a, b;           /* cost mode: a * max + b * moves, seconds */
 	double seed_cost;      /* cost mode: a * seed_max + b * seed moves */
 	bool search_if_weak;   /* branch and bound even when the LP bound is weak */
-	double deadline;       /* safety net: now_s() after which GLPK stops */
+	double deadline;       /* safety net: pl_now() after which GLPK stops */
 	bool verbose;
 	uint32_t *out;         /* [N] the MIP's plan (canonical slots) when improved */
 	double bound;          /* proven bound on the busiest GPU for the budget */
@@ -153,9 +166,6 @@ struct rp_layer_work {
 	uint32_t budget;     /* moves the layer may use: pick plus what earlier layers left */
 	bool timed_out;      /* the safety net stopped one of its local searches */
 };
-
-/* Wall clock in seconds (CLOCK_MONOTONIC). */
-double now_s(void);
 
 /* --- the search state (state.c) --- */
 

@@ -302,7 +302,7 @@ static void rmip_seed(struct rmip *m)
  * under a millisecond is left. */
 static bool rmip_time_left(const struct rmip *m, int *tm_lim)
 {
-	double left = m->job->deadline - now_s();
+	double left = m->job->deadline - pl_now();
 	if (left < 0.001) {
 		return false;
 	}

@@ -1,6 +1,7 @@
 /* Re-planning: the move-limited local search (greedy descent from the
  * current plan within a move budget) and its trajectory. */
 #include "replan/internal.h"
+#include "placement/internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -210,7 +211,7 @@ int rp_local_search(struct rp_state *st, const struct rp_instance *inst, struct 
 		if (G < 2 || st->max <= inst->lb + inst->tol || work->evals >= RP_LS_MAX_EVALS) {
 			break;
 		}
-		if (now_s() > work->deadline) {
+		if (pl_now() > work->deadline) {
 			work->timed_out = true;
 			break;
 		}
