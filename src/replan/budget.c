@@ -59,67 +59,65 @@ int rp_layer_curve(struct rp_layer_work *lw, const struct mp_layer_placement *sc
 	return 0;
 }
 
-/* Split the budget over layers: choice[l] moves for layer l minimising the
- * sum of curve values with sum <= budget (DP, ties to fewer moves); total[]
- * gets the best sum for every total 0 .. sumK. */
-int rp_split_budget(struct rp_layer_work *lws, uint32_t L, uint64_t budget, double *total,
-		    size_t total_len)
+/* The exact split (dynamic programming over layers and totals, ties to
+ * fewer moves): lws[l].pick within `budget`, total[b] for every b < T. */
+static int split_budget_dp(struct rp_layer_work *lws, uint32_t L, uint64_t budget, double *total,
+			   size_t T)
 {
-	size_t T = total_len; /* sumK + 1 */
 	uint64_t cells = (uint64_t)L * T;
-	if (cells <= RP_DP_MAX_CELLS) {
-		double *dp = malloc(sizeof(*dp) * T);
-		double *nd = malloc(sizeof(*nd) * T);
-		uint32_t *choice = malloc(sizeof(*choice) * cells);
-		if (!dp || !nd || !choice) {
-			free(dp);
-			free(nd);
-			free(choice);
-			return MP_ENOMEM;
-		}
-		size_t reach = 0;
-		dp[0] = 0;
-		for (size_t b = 1; b < T; b++) {
-			dp[b] = 0; /* with no layers, any budget gives 0 */
-		}
-		for (uint32_t l = 0; l < L; l++) {
-			const struct rp_layer_work *lw = &lws[l];
-			reach += lw->K;
-			for (size_t b = 0; b < T; b++) {
-				double best = HUGE_VAL;
-				uint32_t arg = 0;
-				uint32_t kmax = lw->K < b ? lw->K : (uint32_t)b;
-				for (uint32_t k = 0; k <= kmax; k++) {
-					double v = dp[b - k] + lw->curve[k];
-					if (v < best) {
-						best = v;
-						arg = k;
-					}
-				}
-				nd[b] = best;
-				choice[(size_t)l * T + b] = arg;
-			}
-			double *tmp = dp;
-			dp = nd;
-			nd = tmp;
-		}
-		(void)reach;
-		for (size_t b = 0; b < T; b++) {
-			total[b] = dp[b];
-		}
-		size_t b = budget < T - 1 ? (size_t)budget : T - 1;
-		for (uint32_t l = L; l-- > 0;) {
-			uint32_t k = choice[(size_t)l * T + b];
-			lws[l].pick = k;
-			b -= k;
-		}
+	double *dp = malloc(sizeof(*dp) * T);
+	double *nd = malloc(sizeof(*nd) * T);
+	uint32_t *choice = malloc(sizeof(*choice) * cells);
+	if (!dp || !nd || !choice) {
 		free(dp);
 		free(nd);
 		free(choice);
-		return 0;
+		return MP_ENOMEM;
 	}
-	/* Too large for the table: hand out moves one at a time to the layer
-	 * whose curve drops most per move over its next improving point. */
+	dp[0] = 0;
+	for (size_t b = 1; b < T; b++) {
+		dp[b] = 0; /* with no layers, any budget gives 0 */
+	}
+	for (uint32_t l = 0; l < L; l++) {
+		const struct rp_layer_work *lw = &lws[l];
+		for (size_t b = 0; b < T; b++) {
+			double best = HUGE_VAL;
+			uint32_t arg = 0;
+			uint32_t kmax = lw->K < b ? lw->K : (uint32_t)b;
+			for (uint32_t k = 0; k <= kmax; k++) {
+				double v = dp[b - k] + lw->curve[k];
+				if (v < best) {
+					best = v;
+					arg = k;
+				}
+			}
+			nd[b] = best;
+			choice[(size_t)l * T + b] = arg;
+		}
+		double *tmp = dp;
+		dp = nd;
+		nd = tmp;
+	}
+	for (size_t b = 0; b < T; b++) {
+		total[b] = dp[b];
+	}
+	size_t b = budget < T - 1 ? (size_t)budget : T - 1;
+	for (uint32_t l = L; l-- > 0;) {
+		uint32_t k = choice[(size_t)l * T + b];
+		lws[l].pick = k;
+		b -= k;
+	}
+	free(dp);
+	free(nd);
+	free(choice);
+	return 0;
+}
+
+/* Too large for the table: hand out moves one at a time to the layer
+ * whose curve drops most per move over its next improving point. */
+static int split_budget_greedy(struct rp_layer_work *lws, uint32_t L, uint64_t budget,
+			       double *total, size_t T)
+{
 	uint32_t *at = calloc(L, sizeof(*at));
 	if (!at) {
 		return MP_ENOMEM;
@@ -171,4 +169,18 @@ int rp_split_budget(struct rp_layer_work *lws, uint32_t L, uint64_t budget, doub
 	}
 	free(at);
 	return 0;
+}
+
+/* Split the budget over layers: choice[l] moves for layer l minimising the
+ * sum of curve values with sum <= budget (DP, ties to fewer moves); total[]
+ * gets the best sum for every total 0 .. sumK. */
+int rp_split_budget(struct rp_layer_work *lws, uint32_t L, uint64_t budget, double *total,
+		    size_t total_len)
+{
+	size_t T = total_len; /* sumK + 1 */
+	uint64_t cells = (uint64_t)L * T;
+	if (cells <= RP_DP_MAX_CELLS) {
+		return split_budget_dp(lws, L, budget, total, T);
+	}
+	return split_budget_greedy(lws, L, budget, total, T);
 }

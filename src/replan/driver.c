@@ -310,95 +310,46 @@ static int exact_claim(const struct rp_layer_work *lw, const struct mp_replan_op
 	return 0;
 }
 
-/* Pass 2 of a layer: the plan for its allotted moves. */
-static int layer_plan(struct rp_layer_work *lw, const struct mp_replan_options *o, double mean,
-		      double deadline, struct rp_state *st, struct rp_work *work, unsigned char *used,
-		      struct layer_choice *c, double *bound, enum mp_place_status *status)
+/* The searches of a layer with k > 0 moves: the curve's point for k (its
+ * trajectory replayed), a fresh descent with exactly k moves, and the
+ * relabelled from-scratch plan when it fits in k; c keeps the best. */
+static int layer_searches(const struct rp_layer_work *lw, const struct mp_replan_options *o,
+			  double mean, struct rp_state *st, struct rp_work *work, struct layer_choice *c)
 {
-	struct rp_instance *inst = &lw->inst;
+	const struct rp_instance *inst = &lw->inst;
 	uint32_t k = lw->budget;
 	uint32_t kc = lw->pick < lw->K ? lw->pick : lw->K;
-	*bound = inst->lb;
-	*status = MP_PLACE_FEASIBLE;
-	/* the current plan */
+	/* the trajectory's point for k */
+	replay(st, lw, lw->curve_step[kc]);
+	if (st->moves <= k && better_choice(o, inst, mean, st->max, st->moves, c)) {
+		take(c, st, inst, lw->curve_step[kc] == SIZE_MAX ? M_SCRATCH : M_LS);
+	}
+	/* a fresh descent with exactly k moves */
 	rp_state_load(st, inst, inst->orig);
-	take(c, st, inst, M_NONE);
-	if (st->max <= 0) {
-		c->method = M_ZERO;
-		*status = MP_PLACE_OPTIMAL;
-		*bound = 0;
-		return 0;
+	int rc = rp_local_search(st, inst, work, k, NULL);
+	if (rc) {
+		return rc;
 	}
-	if (k == 0 && !o->cost_mode) {
-		/* the only plan with no moves: optimal for the budget */
-		c->method = c->max <= inst->lb + inst->tol ? M_NONE_BOUND : M_NONE_ZERO;
-		*status = MP_PLACE_OPTIMAL;
-		*bound = c->max;
-		return 0;
+	if (better_choice(o, inst, mean, st->max, st->moves, c)) {
+		take(c, st, inst, M_LS);
 	}
-	if (k > 0) {
-		/* the trajectory's point for k */
-		replay(st, lw, lw->curve_step[kc]);
-		if (st->moves <= k && better_choice(o, inst, mean, st->max, st->moves, c)) {
-			take(c, st, inst, lw->curve_step[kc] == SIZE_MAX ? M_SCRATCH : M_LS);
-		}
-		/* a fresh descent with exactly k moves */
-		rp_state_load(st, inst, inst->orig);
-		int rc = rp_local_search(st, inst, work, k, NULL);
-		if (rc) {
-			return rc;
-		}
+	if (lw->scratch_moves <= k) {
+		rp_state_load(st, inst, lw->scratch);
 		if (better_choice(o, inst, mean, st->max, st->moves, c)) {
-			take(c, st, inst, M_LS);
-		}
-		if (lw->scratch_moves <= k) {
-			rp_state_load(st, inst, lw->scratch);
-			if (better_choice(o, inst, mean, st->max, st->moves, c)) {
-				take(c, st, inst, M_SCRATCH);
-			}
+			take(c, st, inst, M_SCRATCH);
 		}
 	}
-	if (c->max <= inst->lb + inst->tol) {
-		*status = MP_PLACE_OPTIMAL;
-		c->method = c->method == M_SCRATCH ? M_SCRATCH_BOUND
-			    : c->method == M_NONE ? M_NONE_BOUND : M_LS_BOUND;
-		*bound = c->max;
-		return 0;
-	}
-	if (!o->mip || k == 0) {
-		return 0;
-	}
-	rp_state_load(st, inst, c->map);
-	if (rp_state_has_dup(st, inst)) {
-		note(c, NOTE_DUP);
-		return 0;
-	}
-	if (rp_mip_columns(inst) > RP_MIP_MAX_COLS) {
-		note(c, NOTE_BIG);
-		return 0;
-	}
-	uint32_t *out = malloc(sizeof(*out) * inst->N);
-	if (!out) {
-		return MP_ENOMEM;
-	}
-	struct rp_mip_job job = {
-		.inst = inst,
-		.seed = c->map,
-		.seed_max = c->max,
-		.cost_mode = o->cost_mode,
-		.budget = k,
-		.a = mean > 0 ? o->horizon_steps * o->layer_time_s / mean : 0,
-		.b = o->move_cost_s,
-		.seed_cost = layer_cost(o, mean, c->max, c->moves),
-		.search_if_weak = inst->N <= RP_MIP_SMALL_SLOTS,
-		.deadline = deadline,
-		.verbose = o->verbose,
-		.out = out,
-	};
-	enum rp_mip_result res = rp_mip_solve(&job);
-	if (!o->cost_mode && job.bound > *bound) {
-		*bound = job.bound;
-	}
+	return 0;
+}
+
+/* What the MIP's answer res makes of the layer's choice c (st: scratch):
+ * its plan (out) when better within the k moves, else a note of what
+ * GLPK found; the layer's status. */
+static void take_mip_result(struct layer_choice *c, struct rp_state *st,
+			    const struct rp_instance *inst, const struct mp_replan_options *o,
+			    double mean, uint32_t k, enum rp_mip_result res, const uint32_t *out,
+			    enum mp_place_status *status)
+{
 	switch (res) {
 	case MIP_IMPROVED:
 	case MIP_IMPROVED_WORK:
@@ -445,6 +396,48 @@ static int layer_plan(struct rp_layer_work *lw, const struct mp_replan_options *
 	case MIP_ERROR:
 		break;
 	}
+}
+
+/* The GLPK MIP of a layer, seeded with its choice c, within k moves (or
+ * the move cost): c, bound and status as it leaves them. */
+static int layer_mip(const struct rp_layer_work *lw, const struct mp_replan_options *o, double mean,
+		     double deadline, struct rp_state *st, struct layer_choice *c, double *bound,
+		     enum mp_place_status *status)
+{
+	const struct rp_instance *inst = &lw->inst;
+	uint32_t k = lw->budget;
+	rp_state_load(st, inst, c->map);
+	if (rp_state_has_dup(st, inst)) {
+		note(c, NOTE_DUP);
+		return 0;
+	}
+	if (rp_mip_columns(inst) > RP_MIP_MAX_COLS) {
+		note(c, NOTE_BIG);
+		return 0;
+	}
+	uint32_t *out = malloc(sizeof(*out) * inst->N);
+	if (!out) {
+		return MP_ENOMEM;
+	}
+	struct rp_mip_job job = {
+		.inst = inst,
+		.seed = c->map,
+		.seed_max = c->max,
+		.cost_mode = o->cost_mode,
+		.budget = k,
+		.a = mean > 0 ? o->horizon_steps * o->layer_time_s / mean : 0,
+		.b = o->move_cost_s,
+		.seed_cost = layer_cost(o, mean, c->max, c->moves),
+		.search_if_weak = inst->N <= RP_MIP_SMALL_SLOTS,
+		.deadline = deadline,
+		.verbose = o->verbose,
+		.out = out,
+	};
+	enum rp_mip_result res = rp_mip_solve(&job);
+	if (!o->cost_mode && job.bound > *bound) {
+		*bound = job.bound;
+	}
+	take_mip_result(c, st, inst, o, mean, k, res, out, status);
 	if (*status == MP_PLACE_OPTIMAL && !o->cost_mode) {
 		*bound = c->max;
 	}
@@ -453,6 +446,51 @@ static int layer_plan(struct rp_layer_work *lw, const struct mp_replan_options *
 	}
 	free(out);
 	return 0;
+}
+
+/* Pass 2 of a layer: the plan for its allotted moves (lw->budget): the
+ * current plan, the searches, then the MIP. */
+static int layer_plan(struct rp_layer_work *lw, const struct mp_replan_options *o, double mean,
+		      double deadline, struct rp_state *st, struct rp_work *work,
+		      struct layer_choice *c, double *bound, enum mp_place_status *status)
+{
+	struct rp_instance *inst = &lw->inst;
+	uint32_t k = lw->budget;
+	*bound = inst->lb;
+	*status = MP_PLACE_FEASIBLE;
+	/* the current plan */
+	rp_state_load(st, inst, inst->orig);
+	take(c, st, inst, M_NONE);
+	if (st->max <= 0) {
+		c->method = M_ZERO;
+		*status = MP_PLACE_OPTIMAL;
+		*bound = 0;
+		return 0;
+	}
+	if (k == 0 && !o->cost_mode) {
+		/* the only plan with no moves: optimal for the budget */
+		c->method = c->max <= inst->lb + inst->tol ? M_NONE_BOUND : M_NONE_ZERO;
+		*status = MP_PLACE_OPTIMAL;
+		*bound = c->max;
+		return 0;
+	}
+	if (k > 0) {
+		int rc = layer_searches(lw, o, mean, st, work, c);
+		if (rc) {
+			return rc;
+		}
+	}
+	if (c->max <= inst->lb + inst->tol) {
+		*status = MP_PLACE_OPTIMAL;
+		c->method = c->method == M_SCRATCH ? M_SCRATCH_BOUND
+			    : c->method == M_NONE ? M_NONE_BOUND : M_LS_BOUND;
+		*bound = c->max;
+		return 0;
+	}
+	if (!o->mip || k == 0) {
+		return 0;
+	}
+	return layer_mip(lw, o, mean, deadline, st, c, bound, status);
 }
 
 static int eval_into(const uint32_t *map, const double *w, const struct mp_placement *shape,
@@ -741,8 +779,7 @@ static int run_layer_plans(struct replan_run *r)
 		lw->budget = (uint32_t)(avail < N ? avail : N);
 		r->work.deadline = pl_now() + r->opts->time_limit_s;
 		r->work.timed_out = false;
-		rc = layer_plan(lw, r->opts, mean, r->work.deadline, &r->st, &r->work, r->used, &r->c, &bound,
-				&status);
+		rc = layer_plan(lw, r->opts, mean, r->work.deadline, &r->st, &r->work, &r->c, &bound, &status);
 		if (rc == 0) {
 			rc = exact_claim(lw, r->opts, r->raw.layers[l].status, &r->c, &bound, &status);
 		}

@@ -96,7 +96,7 @@ size_t rp_mip_columns(const struct rp_instance *inst)
 /* One layer's MIP: the job, the model's shape and rows, and the scratch,
  * in the caller's frame so that a GLPK error (pl_glpk_run) loses none of
  * it. */
-struct rmip {
+struct mip_model {
 	struct rp_mip_job *job;
 	const struct rp_instance *inst;
 	uint32_t R;            /* most replicas of an expert (mip_replicas_max) */
@@ -124,19 +124,19 @@ struct rmip {
 };
 
 /* Column of z[e][g][r] and of y[e][r] (1 <= r <= R). */
-static int zc(const struct rmip *m, uint32_t e, uint32_t g, uint32_t r)
+static int zc(const struct mip_model *m, uint32_t e, uint32_t g, uint32_t r)
 {
 	return (int)(((size_t)e * m->inst->G + g) * m->R + (r - 1)) + 1;
 }
 
-static int yc(const struct rmip *m, uint32_t e, uint32_t r)
+static int yc(const struct mip_model *m, uint32_t e, uint32_t r)
 {
 	return m->ycol0 + (int)((size_t)e * m->R + (r - 1));
 }
 
 /* Binary z and y (a replica heavier than the incumbent's busiest GPU
  * cannot help: fixed to 0, unless it is the incumbent's count), and T. */
-static void rmip_columns(glp_prob *lp, const struct rmip *m)
+static void mip_add_columns(glp_prob *lp, const struct mip_model *m)
 {
 	const struct rp_instance *inst = m->inst;
 	const struct rp_mip_job *job = m->job;
@@ -171,7 +171,7 @@ static void rmip_columns(glp_prob *lp, const struct rmip *m)
 
 /* The rows that make a placement: one count per expert, r replicas when
  * r is chosen, S slots per GPU, one replica of an expert per GPU. */
-static void rmip_place_rows(struct rmip *m)
+static void mip_placement_rows(struct mip_model *m)
 {
 	const struct rp_instance *inst = m->inst;
 	uint32_t R = m->R;
@@ -221,7 +221,7 @@ static void rmip_place_rows(struct rmip *m)
 /* The busiest GPU (each GPU's load <= T) and the experts kept in place
  * (kept = sum over the old (g, e) pairs of z; in cost mode each kept one
  * earns b in the objective). */
-static void rmip_load_keep_rows(glp_prob *lp, struct rmip *m)
+static void mip_load_keep_rows(glp_prob *lp, struct mip_model *m)
 {
 	const struct rp_instance *inst = m->inst;
 	struct pl_triplets *t = &m->t;
@@ -259,7 +259,7 @@ static void rmip_load_keep_rows(glp_prob *lp, struct rmip *m)
 }
 
 /* The rows' bounds; the move budget holds N - budget experts in place. */
-static void rmip_row_bounds(glp_prob *lp, const struct rmip *m)
+static void mip_row_bounds(glp_prob *lp, const struct mip_model *m)
 {
 	const struct rp_instance *inst = m->inst;
 	glp_add_rows(lp, m->rows.n);
@@ -285,7 +285,7 @@ static void rmip_row_bounds(glp_prob *lp, const struct rmip *m)
 }
 
 /* The incumbent as a full column vector (GLPK's heuristic solution). */
-static void rmip_seed(struct rmip *m)
+static void mip_seed_vector(struct mip_model *m)
 {
 	const struct rp_instance *inst = m->inst;
 	for (uint32_t p = 0; p < inst->N; p++) {
@@ -300,7 +300,7 @@ static void rmip_seed(struct rmip *m)
 
 /* GLPK's time limit (ms) for what is left to the deadline; false when
  * under a millisecond is left. */
-static bool rmip_time_left(const struct rmip *m, int *tm_lim)
+static bool mip_time_left(const struct mip_model *m, int *tm_lim)
 {
 	double left = m->job->deadline - pl_now();
 	if (left < 0.001) {
@@ -314,7 +314,7 @@ static bool rmip_time_left(const struct rmip *m, int *tm_lim)
 /* The root LP within its iteration limit, and what its bound says.
  * Returns MIP_SKIPPED when branch and bound should follow, else the
  * layer's result (raises job->bound in budget mode). */
-static enum rp_mip_result rmip_root(glp_prob *lp, struct rmip *m)
+static enum rp_mip_result mip_root_lp(glp_prob *lp, struct mip_model *m)
 {
 	struct rp_mip_job *job = m->job;
 	const struct rp_instance *inst = m->inst;
@@ -324,7 +324,7 @@ static enum rp_mip_result rmip_root(glp_prob *lp, struct rmip *m)
 	double dim = (double)m->rows.n + (double)m->ncols;
 	double lp_its = RP_LP_ITS_PER_DIM * dim;
 	sm.it_lim = lp_its > 2e9 ? 2000000000 : (int)lp_its;
-	if (!rmip_time_left(m, &sm.tm_lim)) {
+	if (!mip_time_left(m, &sm.tm_lim)) {
 		return MIP_NO_GAIN_TL;
 	}
 	int ret = glp_simplex(lp, &sm);
@@ -359,7 +359,7 @@ static enum rp_mip_result rmip_root(glp_prob *lp, struct rmip *m)
 
 /* The MIP's plan as job->out (canonical slots); false when it is not
  * S experts on every GPU. */
-static bool rmip_read(glp_prob *lp, struct rmip *m)
+static bool mip_read_plan(glp_prob *lp, struct mip_model *m)
 {
 	const struct rp_instance *inst = m->inst;
 	uint32_t S = inst->S;
@@ -392,7 +392,7 @@ static bool rmip_read(glp_prob *lp, struct rmip *m)
 /* Branch and bound from the incumbent within the work budgets (from the
  * matrix's size) and the deadline; the bound (budget mode) and, when
  * better, the plan. */
-static enum rp_mip_result rmip_search(glp_prob *lp, struct rmip *m)
+static enum rp_mip_result mip_branch_and_bound(glp_prob *lp, struct mip_model *m)
 {
 	struct rp_mip_job *job = m->job;
 	double dim = (double)m->rows.n + (double)m->ncols;
@@ -413,7 +413,7 @@ static enum rp_mip_result rmip_search(glp_prob *lp, struct rmip *m)
 	parm.mip_gap = 0.0;
 	parm.cb_func = mip_callback;
 	parm.cb_info = &m->cb;
-	if (!rmip_time_left(m, &parm.tm_lim)) {
+	if (!mip_time_left(m, &parm.tm_lim)) {
 		return MIP_NO_GAIN_TL;
 	}
 	int ret = glp_intopt(lp, &parm);
@@ -441,38 +441,38 @@ static enum rp_mip_result rmip_search(glp_prob *lp, struct rmip *m)
 	if (!have) {
 		return proved ? MIP_NO_GAIN : timed ? MIP_NO_GAIN_TL : MIP_NO_GAIN_WORK;
 	}
-	if (!rmip_read(lp, m)) {
+	if (!mip_read_plan(lp, m)) {
 		return MIP_ERROR;
 	}
 	return proved ? MIP_IMPROVED : timed ? MIP_IMPROVED_TL : MIP_IMPROVED_WORK;
 }
 
 /* pl_glpk_run's model: build, root LP, branch and bound. */
-static int rmip_model(glp_prob *lp, void *ctx)
+static int mip_model_run(glp_prob *lp, void *ctx)
 {
-	struct rmip *m = ctx;
-	rmip_columns(lp, m);
-	rmip_place_rows(m);
-	rmip_load_keep_rows(lp, m);
+	struct mip_model *m = ctx;
+	mip_add_columns(lp, m);
+	mip_placement_rows(m);
+	mip_load_keep_rows(lp, m);
 	if (m->t.failed) {
 		return MIP_ERROR;
 	}
-	rmip_row_bounds(lp, m);
+	mip_row_bounds(lp, m);
 	pl_trip_load(lp, &m->t);
 	pl_trip_free(&m->t);
-	rmip_seed(m);
-	enum rp_mip_result res = rmip_root(lp, m);
+	mip_seed_vector(m);
+	enum rp_mip_result res = mip_root_lp(lp, m);
 	if (res != MIP_SKIPPED) {
 		return res;
 	}
-	return rmip_search(lp, m);
+	return mip_branch_and_bound(lp, m);
 }
 
 enum rp_mip_result rp_mip_solve(struct rp_mip_job *job)
 {
 	const struct rp_instance *inst = job->inst;
 	job->bound = inst->lb;
-	struct rmip m = {
+	struct mip_model m = {
 		.job = job, .inst = inst, .R = mip_replicas_max(inst), .ncols = rp_mip_columns(inst),
 		.scale = job->seed_max > 0 ? job->seed_max : 1.0,
 	};
@@ -491,7 +491,7 @@ enum rp_mip_result rp_mip_solve(struct rp_mip_job *job)
 		for (uint32_t p = 0; p < inst->N; p++) {
 			m.rseed[job->seed[p]]++;
 		}
-		res = (enum rp_mip_result)pl_glpk_run(job->verbose, rmip_model, &m, MIP_ERROR);
+		res = (enum rp_mip_result)pl_glpk_run(job->verbose, mip_model_run, &m, MIP_ERROR);
 	}
 	pl_trip_free(&m.t);
 	free(m.seed);

@@ -197,96 +197,146 @@ static void apply_step(struct rp_state *st, const struct rp_instance *inst, cons
 	rp_state_eval(st, inst);
 }
 
+/* One step's search for the best candidate: the state, its busiest GPU
+ * and that GPU's and the runner-up's loads, and the best candidate so far. */
+struct step_search {
+	const struct rp_state *st;
+	const struct rp_instance *inst;
+	struct rp_work *work;
+	uint32_t budget;
+	uint32_t m;        /* the busiest GPU */
+	double cur1, cur2; /* the largest and second largest loads */
+	struct best_step b;
+};
+
+/* A: a slot of the busiest GPU goes to an expert it does not hold. */
+static void try_reassign_busiest(struct step_search *ss)
+{
+	const struct rp_state *st = ss->st;
+	const struct rp_instance *inst = ss->inst;
+	uint32_t m = ss->m;
+	uint32_t S = inst->S;
+	double m1;
+	double m2;
+	for (uint32_t p = m * S; p < (m + 1) * S; p++) {
+		uint32_t e = st->slot[p];
+		if (st->replicas[e] < 2) {
+			continue;
+		}
+		for (uint32_t f = 0; f < inst->E; f++) {
+			if (f == e || count_get(st->count, inst, m, f)) {
+				continue;
+			}
+			eval_reassign(st, inst, ss->work, p, f, &m1, &m2);
+			ss->work->evals++;
+			struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
+			consider(&ss->b, st, inst, m1, m2, rp_move_delta(st, inst, m, e, f), ss->budget, s,
+				 ss->cur1, ss->cur2);
+		}
+	}
+}
+
+/* B: an expert of the busiest GPU gains a replica elsewhere. */
+static void try_new_replica(struct step_search *ss)
+{
+	const struct rp_state *st = ss->st;
+	const struct rp_instance *inst = ss->inst;
+	struct rp_work *work = ss->work;
+	uint32_t m = ss->m;
+	uint32_t S = inst->S;
+	double m1;
+	double m2;
+	if (++work->expert_mark == 0) {
+		memset(work->expert_stamp, 0, sizeof(*work->expert_stamp) * inst->E);
+		work->expert_mark = 1;
+	}
+	for (uint32_t pm = m * S; pm < (m + 1) * S; pm++) {
+		uint32_t f = st->slot[pm];
+		if (work->expert_stamp[f] == work->expert_mark || inst->w[f] <= 0) {
+			continue;
+		}
+		work->expert_stamp[f] = work->expert_mark;
+		for (uint32_t p = 0; p < inst->N; p++) {
+			uint32_t h = p / S;
+			uint32_t e = st->slot[p];
+			if (h == m || e == f || st->replicas[e] < 2 || count_get(st->count, inst, h, f)) {
+				continue;
+			}
+			eval_reassign(st, inst, work, p, f, &m1, &m2);
+			work->evals++;
+			struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
+			consider(&ss->b, st, inst, m1, m2, rp_move_delta(st, inst, h, e, f), ss->budget, s,
+				 ss->cur1, ss->cur2);
+		}
+	}
+}
+
+/* C: swap a slot of the busiest GPU with a slot elsewhere. */
+static void try_swaps(struct step_search *ss)
+{
+	const struct rp_state *st = ss->st;
+	const struct rp_instance *inst = ss->inst;
+	uint32_t m = ss->m;
+	uint32_t S = inst->S;
+	double m1;
+	double m2;
+	for (uint32_t p = m * S; p < (m + 1) * S; p++) {
+		uint32_t e = st->slot[p];
+		for (uint32_t q = 0; q < inst->N; q++) {
+			uint32_t h = q / S;
+			uint32_t f = st->slot[q];
+			if (h == m || f == e || count_get(st->count, inst, h, e) ||
+			    count_get(st->count, inst, m, f)) {
+				continue;
+			}
+			if (share(inst, f, st->replicas[f]) >= share(inst, e, st->replicas[e])) {
+				continue; /* the busiest GPU would not get lighter */
+			}
+			eval_swap(st, inst, ss->work, p, q, &m1, &m2);
+			ss->work->evals++;
+			int dm = rp_move_delta(st, inst, m, e, f) + rp_move_delta(st, inst, h, f, e);
+			struct rp_step s = {.p = p, .f = f, .q = q, .e = e};
+			consider(&ss->b, st, inst, m1, m2, dm, ss->budget, s, ss->cur1, ss->cur2);
+		}
+	}
+}
+
 /* Greedy descent from st's state with at most `budget` moves (counted from
- * orig), steps appended to t (t may be NULL). */
+ * orig), steps appended to t (t may be NULL): each step takes the best
+ * candidate of the three kinds above. */
 int rp_local_search(struct rp_state *st, const struct rp_instance *inst, struct rp_work *work,
 		    uint32_t budget, struct rp_trajectory *t)
 {
-	uint32_t S = inst->S;
-	uint32_t G = inst->G;
-	uint32_t E = inst->E;
 	size_t max_steps = 4 * (size_t)inst->N + 16;
 	work->evals = 0;
 	for (size_t it = 0; it < max_steps; it++) {
-		if (G < 2 || st->max <= inst->lb + inst->tol || work->evals >= RP_LS_MAX_EVALS) {
+		if (inst->G < 2 || st->max <= inst->lb + inst->tol || work->evals >= RP_LS_MAX_EVALS) {
 			break;
 		}
 		if (pl_now() > work->deadline) {
 			work->timed_out = true;
 			break;
 		}
-		uint32_t m = st->order[0];
-		double cur1 = st->load[m];
-		double cur2 = st->load[st->order[1]];
-		struct best_step b = {0};
-		double m1;
-		double m2;
-		/* A: a slot of the busiest GPU goes to an expert it does not hold */
-		for (uint32_t p = m * S; p < (m + 1) * S; p++) {
-			uint32_t e = st->slot[p];
-			if (st->replicas[e] < 2) {
-				continue;
-			}
-			for (uint32_t f = 0; f < E; f++) {
-				if (f == e || count_get(st->count, inst, m, f)) {
-					continue;
-				}
-				eval_reassign(st, inst, work, p, f, &m1, &m2);
-				work->evals++;
-				struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
-				consider(&b, st, inst, m1, m2, rp_move_delta(st, inst, m, e, f), budget, s, cur1, cur2);
-			}
-		}
-		/* B: an expert of the busiest GPU gains a replica elsewhere */
-		if (++work->expert_mark == 0) {
-			memset(work->expert_stamp, 0, sizeof(*work->expert_stamp) * E);
-			work->expert_mark = 1;
-		}
-		for (uint32_t pm = m * S; pm < (m + 1) * S; pm++) {
-			uint32_t f = st->slot[pm];
-			if (work->expert_stamp[f] == work->expert_mark || inst->w[f] <= 0) {
-				continue;
-			}
-			work->expert_stamp[f] = work->expert_mark;
-			for (uint32_t p = 0; p < inst->N; p++) {
-				uint32_t h = p / S;
-				uint32_t e = st->slot[p];
-				if (h == m || e == f || st->replicas[e] < 2 || count_get(st->count, inst, h, f)) {
-					continue;
-				}
-				eval_reassign(st, inst, work, p, f, &m1, &m2);
-				work->evals++;
-				struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
-				consider(&b, st, inst, m1, m2, rp_move_delta(st, inst, h, e, f), budget, s, cur1, cur2);
-			}
-		}
-		/* C: swap a slot of the busiest GPU with a slot elsewhere */
-		for (uint32_t p = m * S; p < (m + 1) * S; p++) {
-			uint32_t e = st->slot[p];
-			for (uint32_t q = 0; q < inst->N; q++) {
-				uint32_t h = q / S;
-				uint32_t f = st->slot[q];
-				if (h == m || f == e || count_get(st->count, inst, h, e) || count_get(st->count, inst, m, f)) {
-					continue;
-				}
-				if (share(inst, f, st->replicas[f]) >= share(inst, e, st->replicas[e])) {
-					continue; /* the busiest GPU would not get lighter */
-				}
-				eval_swap(st, inst, work, p, q, &m1, &m2);
-				work->evals++;
-				int dm = rp_move_delta(st, inst, m, e, f) + rp_move_delta(st, inst, h, f, e);
-				struct rp_step s = {.p = p, .f = f, .q = q, .e = e};
-				consider(&b, st, inst, m1, m2, dm, budget, s, cur1, cur2);
-			}
-		}
-		if (!b.found) {
+		struct step_search ss = {
+			.st = st,
+			.inst = inst,
+			.work = work,
+			.budget = budget,
+			.m = st->order[0],
+			.cur1 = st->load[st->order[0]],
+			.cur2 = st->load[st->order[1]],
+		};
+		try_reassign_busiest(&ss);
+		try_new_replica(&ss);
+		try_swaps(&ss);
+		if (!ss.b.found) {
 			break;
 		}
-		apply_step(st, inst, &b.s);
+		apply_step(st, inst, &ss.b.s);
 		if (t) {
-			b.s.moves = st->moves;
-			b.s.max = st->max;
-			int rc = trajectory_push(t, b.s);
+			ss.b.s.moves = st->moves;
+			ss.b.s.max = st->max;
+			int rc = trajectory_push(t, ss.b.s);
 			if (rc) {
 				return rc;
 			}
