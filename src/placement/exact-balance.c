@@ -473,12 +473,15 @@ static u128 mask_sum(const struct triple *t, uint32_t mask)
  * the mask of the first, or 0. */
 static uint32_t split_two(struct bal *b, const struct triple *t, uint32_t rest)
 {
-	uint32_t idx[BAL_TRIPLE_MAX];
+	uint32_t idx[BAL_TRIPLE_MAX] = { 0 };
 	uint32_t n = 0;
 	for (uint32_t i = 0; i < t->n; i++) {
 		if (rest >> i & 1) {
 			idx[n++] = i;
 		}
+	}
+	if (n < 2 || b->S < 2) {
+		return 0; /* two GPUs of S >= 2 replicas each, always, here */
 	}
 	/* the first replica goes to the first GPU; S - 1 of the other n - 1 */
 	uint64_t first = ((uint64_t)1 << (b->S - 1)) - 1;
@@ -539,6 +542,9 @@ static bool solve_triple(struct bal *b, uint32_t level)
 			t.e[k * b->S + i] = b->slot[(size_t)g[k] * b->S + i];
 			t.v[k * b->S + i] = b->item[t.e[k * b->S + i]];
 		}
+	}
+	if (t.n < 6 || t.n > BAL_TRIPLE_MAX) {
+		return false; /* 3 S with 2 <= S <= 10, always, here */
 	}
 	uint32_t all = (1u << t.n) - 1;
 	/* the first GPU takes replica 0 (the three GPUs are interchangeable

@@ -121,9 +121,7 @@ static int flow_alloc(struct flow *f, uint32_t V, uint32_t E)
 	if (!f->head || !f->next || !f->to || !f->cap || !f->level || !f->iter || !f->queue) {
 		return MP_ENOMEM;
 	}
-	for (uint32_t v = 0; v < V; v++) {
-		f->head[v] = UINT32_MAX;
-	}
+	memset(f->head, 0xff, sizeof(*f->head) * V); /* UINT32_MAX: no edge */
 	return 0;
 }
 
@@ -154,14 +152,14 @@ static bool scale_units(const struct pl_prob *prob, u128 *m, int *k)
 		total += m[e];
 	}
 	*k = kmin;
-	return total < ((u128)1 << 100) / prob->G;
+	return prob->G > 0 && total < ((u128)1 << 100) / prob->G;
 }
 
 int pl_x_weighted_mean(const struct pl_prob *prob, const uint32_t *slot, double *slot_load,
 		       bool *found)
 {
 	*found = false;
-	if (!(prob->sum > 0)) {
+	if (!(prob->sum > 0) || prob->G == 0 || prob->S == 0) {
 		return 0;
 	}
 	uint32_t E = prob->E;
