@@ -538,9 +538,9 @@ static bool pair_improve(const struct pl_prob *prob, struct pl_sol *sol, const d
 	uint32_t ex[64];
 	double p[64];
 	uint32_t best_ex[64];
-	/* partners lightest first: the heavier side is at least the pair's
-	 * average, so the scan stops at the first partner that cannot help */
-	pl_sort_desc(work->gorder, sol->load, G);
+	/* partners lightest first (work->gorder, sorted by the caller): the
+	 * heavier side is at least the pair's average, so the scan stops at
+	 * the first partner that cannot help */
 	uint64_t budget = 20000;
 	for (uint32_t q = G; q-- > 0;) {
 		uint32_t g = work->gorder[q];
@@ -780,7 +780,15 @@ void pl_improve(const struct pl_prob *prob, struct pl_sol *sol, struct pl_work *
 				moved = swap_improve(prob, sol, size, g);
 			}
 		}
+		/* The loads do not change until a move: one order serves every
+		 * tied GPU. Many tied GPUs (thousands) check the clock. */
+		if (!moved && 2 * prob->S <= 64) {
+			pl_sort_desc(work->gorder, sol->load, G);
+		}
 		for (uint32_t g = 0; g < G && !moved; g++) {
+			if ((g & 255) == 255 && pl_timed_out(work, deadline)) {
+				break;
+			}
 			if (sol->load[g] >= M - prob->eps) {
 				moved = pair_improve(prob, sol, size, g, work);
 			}
