@@ -404,6 +404,17 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 	if (status) {
 		return status;
 	}
+	/* Name the missing input when it is one we can see. */
+	if (!(hw->peak_flops[m->expert_compute] > 0.0)) {
+		fprintf(stderr, "%s: error: peak_flops.%s is not given, and %s's expert_compute needs it\n",
+			a->hardware, mp_compute_name(m->expert_compute), a->model);
+		return EXIT_INPUT;
+	}
+	if (!(hw->hbm_bw_bytes_per_s > 0.0)) {
+		fprintf(stderr, "%s: error: hbm_bandwidth is not given; the step model needs it\n",
+			a->hardware);
+		return EXIT_INPUT;
+	}
 	int rc = evaluate(m, hw, &r.main);
 	if (rc) {
 		cli_error("step: %s on %s at EP%u: %s (is tp a divisor of ep? does the hardware give "

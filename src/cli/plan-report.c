@@ -369,8 +369,16 @@ static int phase_step_bars(const char *path, const struct mp_plan *plan,
 		} else {
 			snprintf(labels[n], sizeof(labels[n]), "EP%u", c->width.ep);
 		}
-		snprintf(notes[n], sizeof(notes[n]), "%.4g %s tok/s/GPU, %s", step->tokens_per_s_per_gpu,
-			 decode ? "output" : "input", mp_width_verdict_name(c->verdict));
+		/* Per GPU of the phase, as the widths are ranked: GPUs that no
+		 * whole group of this width uses count as idle. */
+		double pool = c->pool_fraction > 0.0 ? c->pool_fraction : 1.0;
+		char idle[48] = "";
+		if (pool < 1.0) {
+			snprintf(idle, sizeof(idle), " (%.0f%% of the GPUs idle)", 100.0 * (1.0 - pool));
+		}
+		snprintf(notes[n], sizeof(notes[n]), "%.4g %s tok/s/GPU%s, %s",
+			 step->tokens_per_s_per_gpu * pool, decode ? "output" : "input", idle,
+			 mp_width_verdict_name(c->verdict));
 		bars[n] = (struct mp_plot_step_bar){
 			.label = labels[n], .note = notes[n], .step = step, .chosen = chosen,
 		};
