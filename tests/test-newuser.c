@@ -655,6 +655,43 @@ static void newuser__check_svg_says_what_it_shows(void **state)
 	unlink(svg);
 }
 
+/* Fresh-user trial: the SGLang map `place --export` writes has a row per
+ * hidden layer (16 for OLMoE); `check` of it against the trace it was
+ * planned from (rows named '# layers: 0, 7, 15') checks those three rows
+ * and names them by the model's layers. The exported rows are the plan's
+ * own, so each layer's busiest GPU equals the plan's (same loads). */
+static void newuser__check_engine_map_against_named_rows(void **state)
+{
+	(void)state;
+	char map[80], plan[64];
+	scratch(plan, sizeof(plan), "plan");
+	snprintf(map, sizeof(map), "%s.json", plan); /* the export's name must end in .json */
+	struct cli_result r = cli_run("place", src_path("plans/traces/olmoe_github.csv"), "--gpus", "8",
+				      "--slots", "72", "-m", src_path("plans/models/olmoe-1b-7b.yaml"),
+				      "--export", "sglang", "--export-output", map, "-o", plan,
+				      "-f", "json", "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", map, "--gpus", "8", "--loads", src_path("plans/traces/olmoe_github.csv"),
+		    "-f", "json", "-q", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"n_layers\": 3"));
+	const char *l15 = strstr(r.out, "\"layer\": 15");
+	assert_non_null(l15);
+	assert_non_null(strstr(r.out, "\"layer\": 7"));
+	char *placed = cli_slurp(plan);
+	assert_non_null(placed);
+	const char *p15 = strstr(placed, "\"layer\": 15");
+	assert_non_null(p15);
+	double want = strtod(strstr(p15, "\"max_load\": ") + strlen("\"max_load\": "), NULL);
+	double got = strtod(strstr(l15, "\"max_load\": ") + strlen("\"max_load\": "), NULL);
+	assert_true(fabs(want - got) <= 1e-9 * want);
+	free(placed);
+	cli_result_free(&r);
+	unlink(map);
+	unlink(plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,6 +714,7 @@ int main(void)
 		cmocka_unit_test(newuser__simulate_places_redundant_slots),
 		cmocka_unit_test(newuser__wall_clock_limit_is_reported),
 		cmocka_unit_test(newuser__check_svg_says_what_it_shows),
+		cmocka_unit_test(newuser__check_engine_map_against_named_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
