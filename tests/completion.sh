@@ -39,6 +39,10 @@ expect "moeplan comm --max-nodes" "--max-nodes-per-token"
 expect "moeplan replan --no" "--no-mip"
 expect "moeplan check --q" "--quiet"
 expect "moeplan search --exp" "--export --export-output"
+expect "moeplan step --overlap " "full none two_batch"
+expect "moeplan step --kernel " "auto low_latency normal"
+expect "moeplan place --split " "even weighted"
+expect "moeplan search --batches " "all geometric"
 
 if ((fails)); then
 	exit 1

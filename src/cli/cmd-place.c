@@ -22,7 +22,7 @@ static const struct cli_opt place_options[] = {
 		"limit stops say status time_limit", NULL},
 	{"threads", 'j', "N", "worker threads over layers (default: number of CPUs)", NULL},
 	{"split", 'S', "SPLIT", "even (default: each replica takes an equal share, as vLLM and SGLang "
-		"route) or weighted (any split, for engines that route by weight)", NULL},
+		"route) or weighted (any split, for engines that route by weight)", "even weighted"},
 	{"gpus-per-node", 'n', "N", "GPUs per node: must divide G; node loads are summed per layer (default: no nodes)", NULL},
 	{"balance-nodes", 'B', NULL, "with --gpus-per-node: after the busiest GPU, make the busiest node as light as "
 		"possible (replicas of one expert may sit on several nodes; default: off)", NULL},

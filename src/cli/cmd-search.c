@@ -41,7 +41,7 @@ static const struct cli_opt search_options[] = {
 	{"acceptance", OPT_ACCEPTANCE, "A", "decode: fraction of drafted tokens accepted, [0, 1] (default: search.acceptance,\n"
 		"                                 else the decode phase's acceptance, else 0.75 with a drafter)", NULL},
 	{"batches", OPT_BATCHES, "GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
-		"                                 prefill every 1,024-token chunk)", NULL},
+		"                                 prefill every 1,024-token chunk)", "geometric all"},
 	CLI_OPT_FORMAT_TEXT,
 	{"output", 'o', "FILE", "write the result to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
 	{"svg", OPT_SVG, "FILE", "draw the decode Pareto front (SVG) to FILE (default: none)", CLI_COMPLETE_FILE},
