@@ -229,9 +229,10 @@ static int print_search(void *user, FILE *out)
 		const struct mp_colocated *c = &d->colo;
 		const struct mp_search_point *dp = &d->decode.points[d->colo_decode];
 		const struct mp_search_point *pp = &d->colocated.points[d->colo_prefill];
-		fprintf(out, "co-located on the decode GPUs: EP%u, %u GPUs (%u groups), decode %.6g req/GPU, "
+		fprintf(out, "co-located on the decode GPUs: EP%u, %u GPUs (%u group%s), decode %.6g req/GPU, "
 			"prefill chunk %.6g: %.4g requests/s, %.4g per GPU; prefill takes %.1f%% of GPU time, "
-			"%.4g tokens/s per user\n", dp->cfg.ep, c->gpus, c->units, dp->cfg.batch,
+			"%.4g tokens/s per user\n", dp->cfg.ep, c->gpus, c->units, c->units == 1 ? "" : "s",
+			dp->cfg.batch,
 			pp->cfg.batch, c->request_rate, c->requests_per_s_per_gpu,
 			100 * c->prefill_time_share, c->tokens_per_s_per_user);
 	} else {
