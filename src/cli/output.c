@@ -10,6 +10,26 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The folder of a path: everything up to the last '/', "/" for a file at
+ * the root, "." without a '/'. False when it does not fit in size. */
+static bool folder_of(const char *path, char *dir, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+	if (len >= size || size < 2) {
+		return false;
+	}
+	if (!slash) {
+		strcpy(dir, ".");
+	} else if (len == 0) {
+		strcpy(dir, "/");
+	} else {
+		memcpy(dir, path, len);
+		dir[len] = '\0';
+	}
+	return true;
+}
+
 /* The folder's real path and the last name: "./x.json", "x.json" and
  * "d/../x.json" are one file even when it does not exist yet. False when
  * the folder cannot be resolved. */
@@ -17,18 +37,8 @@ static bool canonical_name(const char *path, char *buf, size_t size)
 {
 	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX];
-	size_t len = slash ? (size_t)(slash - path) : 0;
-	if (len >= sizeof(dir)) {
+	if (!folder_of(path, dir, sizeof(dir))) {
 		return false;
-	}
-	if (slash) {
-		memcpy(dir, path, len);
-		dir[len] = '\0';
-		if (len == 0) {
-			strcpy(dir, "/");
-		}
-	} else {
-		strcpy(dir, ".");
 	}
 	char real[PATH_MAX];
 	if (!realpath(dir, real)) {
@@ -110,21 +120,9 @@ int cli_check_outputs(const char *const *outputs, size_t n_outputs)
 			cli_error("%s: cannot write: %s", out, strerror(EISDIR));
 			return EXIT_INPUT;
 		}
-		/* the folder: everything up to the last '/', or "." */
 		char dir[4096];
-		const char *slash = strrchr(out, '/');
-		size_t len = slash ? (size_t)(slash - out) : 0;
-		if (len >= sizeof(dir)) {
+		if (!folder_of(out, dir, sizeof(dir))) {
 			continue;
-		}
-		if (slash) {
-			memcpy(dir, out, len);
-			dir[len] = '\0';
-			if (len == 0) {
-				strcpy(dir, "/");
-			}
-		} else {
-			strcpy(dir, ".");
 		}
 		if (access(dir, W_OK | X_OK) != 0) {
 			int err = errno;
