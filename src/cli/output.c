@@ -20,9 +20,9 @@ static bool folder_of(const char *path, char *dir, size_t size)
 		return false;
 	}
 	if (!slash) {
-		strcpy(dir, ".");
+		memcpy(dir, ".", 2);
 	} else if (len == 0) {
-		strcpy(dir, "/");
+		memcpy(dir, "/", 2);
 	} else {
 		memcpy(dir, path, len);
 		dir[len] = '\0';
