@@ -68,12 +68,16 @@ void cli_si(double value, const char *unit, char *buf, size_t size);
 
 /* ---- option values (args.c) ---- */
 
-/** Parse option values; on failure print a usage error naming the option
- * and the allowed range, return false. */
+/** Parse option values; on failure print a usage error naming the option,
+ * the allowed range and the text given ("moeplan CMD: error: --OPT:
+ * expected a number >= 0 and <= 1, got 'nan'"), return false. Ranges are
+ * closed: [min, max]; nan, inf and hexadecimal are refused everywhere. */
 bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
 		   uint32_t min, uint32_t max, uint32_t *out);
 bool cli_parse_double(const char *cmd, const char *opt, const char *text,
 		      double min, double max, double *out);
+/** A number in (0, max]: for options where 0 means nothing (requests). */
+bool cli_parse_positive(const char *cmd, const char *opt, const char *text, double max, double *out);
 /** Parse a quantity with an optional unit (mp_parse_quantity kind) in [min, max]. */
 bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, const char *kind,
 			double min, double max, double *out);

@@ -25,7 +25,7 @@ static const struct cli_opt fit_options[] = {
 	CLI_OPT_MODEL,
 	CLI_OPT_HARDWARE,
 	{"ep", 'e', "N", "EP width (required)", NULL},
-	{"requests", 'r', "R", "concurrent requests per GPU (required)", NULL},
+	{"requests", 'r', "R", "concurrent requests per GPU, > 0 (required)", NULL},
 	{"context", 'c', "C", "context tokens each request's KV cache holds (required)", NULL},
 	{"tokens-per-request", 'T', "T", "tokens per request per step, sizes the buffers (default 1 + drafter stages)", NULL},
 	CLI_OPT_SLOTS,
@@ -247,7 +247,7 @@ int cmd_fit(int argc, char **argv)
 			ok = cli_parse_u32("fit", "ep", optarg, 1, MP_MAX_GPUS, &ep);
 			break;
 		case 'r':
-			ok = cli_parse_double("fit", "requests", optarg, 0, 1e9, &requests);
+			ok = cli_parse_positive("fit", "requests", optarg, 1e9, &requests);
 			break;
 		case 'c':
 			ok = cli_parse_double("fit", "context", optarg, 0, 1e12, &context);
@@ -299,10 +299,6 @@ int cmd_fit(int argc, char **argv)
 	}
 	if (!model_path || !hw_path || ep == 0 || requests < 0 || context < 0) {
 		return cli_usage("fit", "--model, --hardware, --ep, --requests and --context are required");
-	}
-	if (requests == 0.0) {
-		return cli_usage("fit", "--requests 0: expected more than 0 requests per GPU (the weights "
-				 "alone are the used bytes at -r 1 minus one request's KV cache)");
 	}
 	const char *inputs[] = {model_path, hw_path};
 	if (!cli_outputs_spare_inputs("fit", &output, 1, inputs, 2)) {

@@ -26,7 +26,7 @@ static const struct cli_opt roofline_options[] = {
 	CLI_OPT_MODEL,
 	CLI_OPT_HARDWARE,
 	{"ep", 'e', "N", "EP width (default: the fastest decode width in one scale-up domain at 64 req/GPU)", NULL},
-	{"requests", 'r', "R", "requests per GPU: one operating point (default: a table over 1 to 1024)", NULL},
+	{"requests", 'r', "R", "requests per GPU, > 0: one operating point (default: a table over 1 to 1024)", NULL},
 	{"tokens-per-request", 'T', "T", "tokens per request per step (default 1 + the drafter's stages)", NULL},
 	CLI_OPT_SLOTS,
 	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
@@ -558,7 +558,7 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 			ok = cli_parse_u32("roofline", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
 			break;
 		case 'r':
-			ok = cli_parse_double("roofline", "requests", optarg, 0, 1e9, &a->requests);
+			ok = cli_parse_positive("roofline", "requests", optarg, 1e9, &a->requests);
 			break;
 		case 'T':
 			ok = cli_parse_double("roofline", "tokens-per-request", optarg, 1, 1024,

@@ -38,9 +38,9 @@ static const struct cli_opt step_options[] = {
 	{"phase", OPT_PHASE, "PHASE", "decode (default) or prefill", "decode prefill"},
 	{"ep", 'e', "N", "EP width (required); may span several scale-up domains", NULL},
 	{"nodes-of", OPT_NODES_OF, "G", "GPUs per scale-up domain (default: the hardware's scale_up_domain_gpus)", NULL},
-	{"requests", 'r', "R", "decode: concurrent requests per GPU (required); prefill: prompts per chunk "
+	{"requests", 'r', "R", "decode: concurrent requests per GPU, > 0 (required); prefill: prompts per chunk, > 0 "
 		"(default ceil(chunk / context))", NULL},
-	{"context", 'c', "C", "decode: mean KV length per request; prefill: the prompt length (required)", NULL},
+	{"context", 'c', "C", "decode: mean KV length per request, >= 0; prefill: the prompt length, > 0 (required)", NULL},
 	{"tokens-per-request", 'T', "T", "decode: tokens per request per step, 1 + drafted (default 1 + drafter stages)", NULL},
 	{"acceptance", OPT_ACCEPTANCE, "A", "fraction of drafted tokens accepted, 0..1 (default 0.75 with a drafter, DeepSeek's "
 		"convention in the seed article; 0 without)", NULL},
@@ -89,6 +89,7 @@ const struct cli_command_help cmd_step_help = {
 
 struct step_args {
 	const char *model, *hardware, *output;
+	const char *context_text; /* as given: prefill refuses 0 once the phase is known */
 	enum mp_step_phase phase;
 	uint32_t ep, nodes_of, slots, drafter_slots, tp, min_redundant;
 	double requests, context, tpr, acceptance, chunk, prefix, busiest;
@@ -148,8 +149,10 @@ static bool parse_one(int c, struct step_args *a)
 		return false;
 	case 'e': return cli_parse_u32("step", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
 	case OPT_NODES_OF: return cli_parse_u32("step", "nodes-of", optarg, 1, MP_MAX_GPUS, &a->nodes_of);
-	case 'r': return cli_parse_double("step", "requests", optarg, 0, 1e9, &a->requests);
-	case 'c': return cli_parse_double("step", "context", optarg, 0, 1e12, &a->context);
+	case 'r': return cli_parse_positive("step", "requests", optarg, 1e9, &a->requests);
+	case 'c':
+		a->context_text = optarg;
+		return cli_parse_double("step", "context", optarg, 0, 1e12, &a->context);
 	case 'T': return cli_parse_double("step", "tokens-per-request", optarg, 1, 1024, &a->tpr);
 	case OPT_ACCEPTANCE: return cli_parse_double("step", "acceptance", optarg, 0, 1, &a->acceptance);
 	case OPT_CHUNK: return cli_parse_double("step", "chunk-tokens", optarg, 1, 1e9, &a->chunk);
@@ -496,6 +499,11 @@ int cmd_step(int argc, char **argv)
 	    (a.phase == MP_STEP_DECODE && !(a.requests > 0))) {
 		return cli_usage("step", "--model, --hardware, --ep, --context and (decode) --requests "
 				 "> 0 are required");
+	}
+	if (a.phase == MP_STEP_PREFILL && a.context == 0.0) {
+		/* a prompt of no tokens: no step to model (ceil(chunk / 0) prompts) */
+		return cli_usage("step", "error: --context: expected a number > 0 and <= 1e+12 (prefill: "
+				 "the prompt length), got '%s'", a.context_text);
 	}
 	if (a.n_predict && !a.calibrate) {
 		return cli_usage("step", "--predict-ep needs --measured-step or --measured-tokens-per-s");
