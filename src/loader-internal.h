@@ -87,6 +87,12 @@ const char *ld_kind_name(const yaml_node_t *node);
 /** True for a scalar that is YAML null: empty plain, "~", "null". */
 bool ld_is_null(const yaml_node_t *node);
 
+/** True when node is a scalar written quoted or as a block ('4', "4",
+ * |, >): text, never a number, even when its text is digits (YAML and
+ * JSON: "4" is a string). Plain-number fields (counts, integers,
+ * fractions, loads) refuse it; quantity fields (a unit allowed) take it. */
+bool ld_is_quoted(const yaml_node_t *node);
+
 /** A scalar's text (NUL-terminated), or NULL when node is not a scalar. */
 const char *ld_scalar(const yaml_node_t *node);
 

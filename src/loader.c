@@ -399,6 +399,13 @@ bool ld_is_null(const yaml_node_t *node)
 	       strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
 }
 
+bool ld_is_quoted(const yaml_node_t *node)
+{
+	return node && node->type == YAML_SCALAR_NODE &&
+	       node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE &&
+	       node->data.scalar.style != YAML_ANY_SCALAR_STYLE;
+}
+
 const char *ld_scalar(const yaml_node_t *node)
 {
 	if (!node || node->type != YAML_SCALAR_NODE) {
@@ -970,10 +977,11 @@ enum ld_qerr ld_parse_u64(const char *text, uint64_t *out)
 	return LDQ_OK;
 }
 
-/* A scalar whose text is safe to use (not a mapping/list, no NUL). Reports
- * and returns NULL otherwise. */
+/* A scalar whose text is safe to use (not a mapping/list, no NUL; for a
+ * plain number, not quoted: ld_is_quoted). Reports and returns NULL
+ * otherwise. */
 static const char *scalar_for(struct ld *ld, const yaml_node_t *node, const char *field,
-			      const char *expected)
+			      const char *expected, bool plain_number)
 {
 	if (node->type != YAML_SCALAR_NODE) {
 		ld_error(ld, node, "%s: expected %s, got %s", field, expected, ld_kind_name(node));
@@ -982,6 +990,12 @@ static const char *scalar_for(struct ld *ld, const yaml_node_t *node, const char
 	const char *text = (const char *)node->data.scalar.value;
 	if (strlen(text) != node->data.scalar.length) {
 		ld_error(ld, node, "%s: expected %s, got text with a NUL character", field, expected);
+		return NULL;
+	}
+	if (plain_number && ld_is_quoted(node)) {
+		char vbuf[80];
+		ld_error(ld, node, "%s: expected %s, got the quoted text '%s' (a number is written "
+			 "without quotes)", field, expected, quote_value(text, vbuf, sizeof(vbuf)));
 		return NULL;
 	}
 	return text;
@@ -996,7 +1010,7 @@ bool ld_get_u64(struct ld *ld, const yaml_node_t *node, const char *field,
 	char expected[96];
 	snprintf(expected, sizeof(expected), "an integer from %ju to %ju", (uintmax_t)min,
 		 (uintmax_t)max);
-	const char *text = scalar_for(ld, node, field, expected);
+	const char *text = scalar_for(ld, node, field, expected, true);
 	if (!text) {
 		return false;
 	}
@@ -1041,7 +1055,8 @@ static bool get_real(struct ld *ld, const yaml_node_t *node, const char *field,
 	format_bound(max, kind, hi, sizeof(hi));
 	snprintf(expected, sizeof(expected), "%s %s %s and %s %s", kind_noun(kind),
 		 min_open ? ">" : ">=", lo, max_open ? "<" : "<=", hi);
-	const char *text = scalar_for(ld, node, field, expected);
+	/* a quantity ("3.35 TB/s") is text in YAML anyway: quoted or not */
+	const char *text = scalar_for(ld, node, field, expected, kind == NULL);
 	if (!text) {
 		return false;
 	}
@@ -1120,7 +1135,7 @@ bool ld_get_bool(struct ld *ld, const yaml_node_t *node, const char *field, bool
 	if (!node) {
 		return true;
 	}
-	const char *text = scalar_for(ld, node, field, "true or false");
+	const char *text = scalar_for(ld, node, field, "true or false", false);
 	if (!text) {
 		return false;
 	}
@@ -1147,7 +1162,7 @@ bool ld_get_string(struct ld *ld, const yaml_node_t *node, const char *field, ch
 	if (!node) {
 		return true;
 	}
-	const char *text = scalar_for(ld, node, field, "text");
+	const char *text = scalar_for(ld, node, field, "text", false);
 	if (!text) {
 		return false;
 	}
@@ -1184,7 +1199,7 @@ bool ld_get_enum(struct ld *ld, const yaml_node_t *node, const char *field,
 	join_names(names, list, sizeof(list));
 	char expected[300];
 	snprintf(expected, sizeof(expected), "one of %s", list);
-	const char *text = scalar_for(ld, node, field, expected);
+	const char *text = scalar_for(ld, node, field, expected, false);
 	if (!text) {
 		return false;
 	}

@@ -1136,6 +1136,56 @@ static void loader__map_reports_every_problem(void **state)
  * options and their range. By hand: DeepSeek-V4.1-Flash keeps 890 B of KV
  * per token (the article), so a request at 1e12 tokens holds 8.9e14 B;
  * 2^64 B / 8.9e14 B = 20,726.7, so --requests may be at most 20726. */
+/* A quoted scalar is text in YAML and JSON ("4" is a string): a plain
+ * number (count, integer, fraction, load) refuses it at its line:col,
+ * exit 1 (tests/data/bad/ files named *-quoted.*); a quantity takes a unit, so it is
+ * text anyway and reads the same quoted or not. */
+static void loader__quoted_numbers(void **state)
+{
+	(void)state;
+	struct cli_result r = cli_run("place", "tests/data/bad/loads-quoted.json", "--gpus", "2",
+				      "--slots", "4", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "tests/data/bad/loads-quoted.json:1:6: error: loads[0][1]: "
+				      "expected a load from 0 to 1e18, got the quoted text '4'"));
+	cli_result_free(&r);
+
+	char *path = write_text_file("peak_flops: {fp8: \"1979 TFLOP/s\", bf16: '989.5e12'}\n"
+				     "hbm_bytes: \"80 GB\"\nhbm_bandwidth: '3.35 TB/s'\n"
+				     "scale_up_domain_gpus: 8\n", ".yaml");
+	struct mp_hardware hw;
+	struct mp_diags d;
+	mp_hardware_init(&hw);
+	mp_diags_init(&d);
+	int rc = mp_load_hardware(path, &hw, &d);
+	print_diags(&d);
+	assert_int_equal(rc, 0);
+	assert_close(hw.peak_flops[MP_COMPUTE_FP8], 1979e12, 0.0);
+	assert_close(hw.peak_flops[MP_COMPUTE_BF16], 989.5e12, 0.0);
+	assert_true(hw.hbm_bytes == 80000000000ull);
+	assert_close(hw.hbm_bw_bytes_per_s, 3.35e12, 0.0);
+	mp_hardware_finish(&hw);
+	mp_diags_finish(&d);
+	unlink(path);
+	free(path);
+
+	/* the same file with the domain's GPU count quoted: a count, refused */
+	path = write_text_file("peak_flops: {fp8: 1979 TFLOP/s}\nhbm_bytes: 80 GB\n"
+			       "hbm_bandwidth: 3.35 TB/s\nscale_up_domain_gpus: \"8\"\n", ".yaml");
+	mp_hardware_init(&hw);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_hardware(path, &hw, &d), MP_EINVAL);
+	char *got = first_diag(&d);
+	assert_non_null(strstr(got, ":4:23: error: scale_up_domain_gpus: expected an integer from 1 to"));
+	assert_non_null(strstr(got, "got the quoted text '8' (a number is written without quotes)"));
+	free(got);
+	mp_hardware_finish(&hw);
+	mp_diags_finish(&d);
+	unlink(path);
+	free(path);
+}
+
 static void loader__overflow_names_field_and_range(void **state)
 {
 	(void)state;
@@ -1183,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(loader__map_reports_every_problem),
 		cmocka_unit_test(loader__map_bad_ids_do_not_hide_other_problems),
 		cmocka_unit_test(loader__overflow_names_field_and_range),
+		cmocka_unit_test(loader__quoted_numbers),
 	};
 	return cmocka_run_group_tests(tests, to_source_root, NULL);
 }
