@@ -623,6 +623,49 @@ static void step__cli_keys_and_exit_codes(void **state)
 	cli_result_free(&r);
 }
 
+/* A --predict-ep width where the batch does not fit in HBM is flagged as
+ * the measured width is: `fits: false` in its JSON and a note in text.
+ * By hand: Mixtral-8x7B holds 46.7e9 parameters, 93 GB in bf16, more
+ * than an H100's 80 GB on one GPU (EP1), whatever the batch; at EP4 the
+ * routed experts are a quarter (~22.5 GB) plus ~3 GB of attention and
+ * embeddings, and 64 requests x 4096 tokens x 131,072 B of KV (32 layers
+ * x 8 KV heads x 128 x 2 x 2 B) = 34.4 GB: ~60 GB, fits. */
+static void step__predicted_width_that_does_not_fit(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/mixtral-8x7b.yaml");
+	const char *h100 = src_path("hardware/hgx-h100.yaml");
+	struct cli_result r = cli_run("step", "-m", model, "-H", h100, "--ep", "8", "-r", "64", "-c",
+				      "4096", "--measured-step", "30 ms", "--predict-ep", "1,4",
+				      "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *ep1 = strstr(r.out, "\"ep\": 1,");
+	const char *ep4 = strstr(r.out, "\"ep\": 4,");
+	assert_non_null(ep1);
+	assert_non_null(ep4);
+	const char *fits1 = strstr(ep1, "\"fits\": ");
+	const char *fits4 = strstr(ep4, "\"fits\": ");
+	assert_true(fits1 && fits1 < ep4);
+	assert_true(strncmp(fits1, "\"fits\": false", 13) == 0);
+	assert_non_null(fits4);
+	assert_true(strncmp(fits4, "\"fits\": true", 12) == 0);
+	cli_result_free(&r);
+
+	r = cli_run("step", "-m", model, "-H", h100, "--ep", "8", "-r", "64", "-c", "4096",
+		    "--measured-step", "30 ms", "--predict-ep", "1,4", NULL);
+	assert_int_equal(r.status, 0);
+	const char *p1 = strstr(r.out, "predicted with it (the batch does not fit in HBM at this width):\n"
+				       "decode EP1 ");
+	assert_non_null(p1);
+	assert_non_null(strstr(p1, "short (does not fit)"));
+	const char *ratio = strstr(p1, "tokens/s per GPU here / at the measured width: ");
+	assert_non_null(ratio);
+	assert_true(strstr(ratio, " (not reachable: the batch does not fit)\n") == strchr(ratio, '\n') - 40);
+	/* EP4 fits: no note */
+	assert_non_null(strstr(r.out, "\npredicted with it:\ndecode EP4 "));
+	cli_result_free(&r);
+}
+
 /* Sum of the text table's share column (the rows after the "term" header). */
 static double share_sum(const char *out, int *rows)
 {
@@ -751,6 +794,7 @@ int main(void)
 		cmocka_unit_test(step__prefill_ttft_is_whole_chunks),
 		cmocka_unit_test(step__rejects_bad_input),
 		cmocka_unit_test(step__cli_keys_and_exit_codes),
+		cmocka_unit_test(step__predicted_width_that_does_not_fit),
 		cmocka_unit_test(step__plan_accepts_deepseek_h800),
 		cmocka_unit_test(step__text_shares_and_attention_layout),
 	};

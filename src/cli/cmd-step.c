@@ -337,12 +337,16 @@ static int print_run(void *user, FILE *f)
 			   "uses it)\n",
 			mp_step_factor_name(r->factor), r->measured_s * 1e3, r->before, r->after);
 		for (size_t i = 0; i < r->n_pred; i++) {
-			fprintf(f, "\npredicted with it:\n");
-			print_point(f, &r->pred[i]);
-			fprintf(f, "tokens/s per GPU here / at the measured width: %.4f\n",
+			const struct step_point *q = &r->pred[i];
+			bool short_hbm = q->has_hbm && !q->hbm.fits;
+			fprintf(f, "\npredicted with it%s:\n",
+				short_hbm ? " (the batch does not fit in HBM at this width)" : "");
+			print_point(f, q);
+			fprintf(f, "tokens/s per GPU here / at the measured width: %.4f%s\n",
 				r->main.s.tokens_per_s_per_gpu > 0.0
-					? r->pred[i].s.tokens_per_s_per_gpu / r->main.s.tokens_per_s_per_gpu
-					: 0.0);
+					? q->s.tokens_per_s_per_gpu / r->main.s.tokens_per_s_per_gpu
+					: 0.0,
+				short_hbm ? " (not reachable: the batch does not fit)" : "");
 		}
 	}
 	return 0;
