@@ -3,8 +3,10 @@
 # ../shared beside it. Fails if a test, benchmark, build or CI file reads
 # ../shared (an environment variable naming it, a string literal or a shell
 # path outside a comment), or if the README sends users there.
-# Citations in comments ("source: ../shared/reference/...") stay allowed:
-# they name where a copied figure came from.
+# Citations in test comments ("source: ../shared/reference/...") stay
+# allowed: they name where a copied figure came from. Shipped files
+# (hardware/, plans/, include/, src/, tests/fuzz/corpus/) cite the public
+# upstream source instead.
 # Usage: tests/no-shared.sh [SOURCE_ROOT]
 set -eu
 cd "${1:-.}"
@@ -30,5 +32,12 @@ if grep -n '\.\./shared' README.md >&2; then
 	echo "README.md: sends users to ../shared (see the lines above)" >&2
 	bad=1
 fi
-[ "$bad" = 0 ] && echo "no test, benchmark or README line reaches ../shared"
+# What users get (presets, scenarios, public headers, sources, the fuzz
+# corpus) cites the public upstream source, never the project's reference
+# notes, which a clone does not have: not even in a comment.
+if grep -rnaE '(\.\./)+shared/|shared/reference' hardware plans include src tests/fuzz/corpus >&2; then
+	echo "the files above cite ../shared: name the public source it was taken from" >&2
+	bad=1
+fi
+[ "$bad" = 0 ] && echo "no test, benchmark, shipped file or README line reaches ../shared"
 exit "$bad"

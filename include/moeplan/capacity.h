@@ -63,8 +63,9 @@ enum mp_buffer_mode {
 };
 
 /** Default reserve: 3.9 GB, aiconfigurator's 3.5 GB `other_mem` (CUDA
- * context, cuBLAS and allocator slack) plus about 0.4 GB for NCCL
- * (shared/reference/README.md, section 2). */
+ * context, cuBLAS and allocator slack; ai-dynamo/aiconfigurator
+ * aic-core/src/aiconfigurator_core/systems/ files) plus about 0.4 GB for
+ * NCCL. */
 #define MP_CAPACITY_DEFAULT_RESERVE_BYTES UINT64_C(3900000000)
 
 struct mp_capacity_options {
