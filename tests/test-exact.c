@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "moeplan/placement.h"
+#include "placement/exact.h"
 
 #define MAX_E 8
 #define MAX_G 5
@@ -359,6 +360,68 @@ static void balanced_large_layer(void **state)
 	mp_placement_finish(&pl);
 }
 
+/* The configuration LP with the window (config-lp.c: in a plan with max
+ * <= T every GPU carries at least W - (G - 1) T) on seeded tiny instances
+ * with at most 4 slots per GPU, against the enumeration: the bound it
+ * proves is never above the optimum. pl_cfg_close is asked to prove 1.25 x
+ * the optimum first (the incumbent's max set to 1.5 x the optimum), then
+ * bisects below it, then (cfg_window) bisects with the window between its
+ * bound and the incumbent: a window or certificate that were too strong
+ * would prove a T at or above the optimum. The bound must beat the mean on
+ * many instances, or the test would prove little. */
+static void config_lp_window_bound(void **state)
+{
+	(void)state;
+	uint64_t s = 0xc0f1617ull;
+	uint32_t total = 0;
+	uint32_t above_mean = 0;
+	while (total < 300) {
+		struct ref x;
+		memset(&x, 0, sizeof(x));
+		x.E = 2 + (uint32_t)(rnd(&s) % (MAX_E - 1));
+		x.G = 2 + (uint32_t)(rnd(&s) % (MAX_G - 1));
+		x.S = 1 + (uint32_t)(rnd(&s) % MAX_S);
+		if (x.S > x.E || x.G * x.S < x.E || ref_cost(x.E, x.G, x.S) > 60000) {
+			continue;
+		}
+		make_loads(&x, (enum kind)(total % K_COUNT), &s);
+		uint64_t opt = ref_solve(&x);
+		double w[MAX_E];
+		for (uint32_t e = 0; e < x.E; e++) {
+			w[e] = (double)x.w[e];
+		}
+		struct pl_prob prob;
+		pl_prob_init(&prob, w, x.E, x.G, x.S);
+		if (!(prob.sum > 0)) {
+			continue;
+		}
+		struct pl_work work = { 0 };
+		struct pl_sol inc = { 0 };
+		struct pl_sol plan = { 0 };
+		assert_int_equal(pl_work_alloc(&work, &prob), 0);
+		assert_int_equal(pl_sol_alloc(&inc, &prob), 0);
+		assert_int_equal(pl_sol_alloc(&plan, &prob), 0);
+		assert_int_equal(pl_heuristic(&prob, &inc, &work, (double)INFINITY), 0);
+		long double opt_v = (long double)opt / x.L;
+		inc.max = (double)(1.5L * opt_v);
+		bool found = false;
+		/* the mean as a double may round up: start from it rounded down */
+		double b = pl_cfg_close(&prob, &inc, pl_x_round_down(&prob, prob.mean), 1.25, 1000000, (double)INFINITY,
+					false, &work, &plan, &found);
+		if ((long double)b * x.L > (long double)opt) {
+			print_error("E=%u G=%u S=%u: lp bound %.17g, optimum %.17Lg\n", x.E, x.G, x.S,
+				    b, opt_v);
+		}
+		assert_true((long double)b * x.L <= (long double)opt);
+		above_mean += b > prob.mean * (1 + 1e-6);
+		pl_sol_free(&inc);
+		pl_sol_free(&plan);
+		pl_work_free(&work);
+		total++;
+	}
+	assert_true(above_mean > 50);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -367,6 +430,7 @@ int main(void)
 		cmocka_unit_test(regression_equal_few_slots),
 		cmocka_unit_test(random_instances),
 		cmocka_unit_test(balanced_large_layer),
+		cmocka_unit_test(config_lp_window_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -30,6 +30,21 @@
  * (sum_e mu_e + N tau) / P (Farley's bound for column generation,
  * Operations Research 38(5), 1990). When that exceeds G, T is proven.
  *
+ * The window: every plan has total load W = sum_e w_e (an expert's
+ * replicas carry w_e between them), so in a plan with max <= T every GPU
+ * carries at least L(T) = W - (G - 1) T: the other G - 1 carry at most T
+ * each. The configurations are therefore only those with total size in
+ * [L(T), T] (a GPU's content may hold fewer than S replicas: the window is
+ * on its total, whatever its length), and every argument above holds
+ * unchanged over that smaller set; near the mean the window is narrow
+ * (G (T - W / G) wide) and the LP's minimum rises. The pricing then
+ * finds the largest price over window configurations or over-estimates
+ * it (window_note below), which keeps the certificate valid. Singleton
+ * configurations outside the window stay in the restricted LP at cost
+ * PL_CFG_ART so that it always has a solution; they are no part of the
+ * certificate (its P is over window configurations only) and a solution
+ * that uses them never counts as fitting.
+ *
  * The replica counts are limited to k >= ceil(w_e / T) and k <= k_e +
  * spare, spare = N - sum_e ceil(w_e / T_hi) (the other experts need at
  * least their own minimum), valid for every T <= T_hi.
@@ -67,6 +82,10 @@
 #define PL_CFG_COLS_PER_ROUND 32u
 /* A configuration enters when its price exceeds 1 by this much. */
 #define PL_CFG_ENTER 1e-6
+/* Cost of a singleton configuration below the window (see the top). */
+#define PL_CFG_ART 16.0
+/* A positive-pi range at most this long is scanned by size, else by pi. */
+#define PL_CFG_SCAN 32u
 
 struct cfg {
 	const struct pl_prob *prob;
@@ -96,6 +115,13 @@ struct cfg {
 	uint32_t *bysize;   /* [nt] the same, size ascending */
 	int32_t *top;       /* [nt][S] best S distinct-expert types by pi in each size prefix */
 	uint64_t nodes;     /* pricing steps done */
+	double win_lo;      /* the window's lower end at this T, less a margin (<= 0: none) */
+	double room0;       /* T plus the pricing's margin */
+	double maxts;       /* largest size of a type in the LP at this T */
+	uint32_t nall;      /* types in the LP at this T ... */
+	uint32_t *byall;    /* [nt] ... size ascending */
+	uint8_t *art;       /* [nt] singleton j is below the window (cost PL_CFG_ART) */
+	bool window;        /* configurations restricted to the window (cfg_window) */
 	uint32_t *kmin;     /* [E] fewest replicas within T_hi */
 	uint32_t *tmp;      /* [nt] sort scratch */
 	/* new columns of one round */
@@ -145,6 +171,11 @@ static void msort(const struct cfg *c, uint32_t *idx, uint32_t *tmp, uint32_t n,
 	}
 }
 
+static bool type_on(const struct cfg *c, uint32_t t, double T)
+{
+	return c->ts[t] <= T && !c->off[t];
+}
+
 /* The best type of size <= room whose expert is none of ex[0..nex-1], from
  * the prefix lists (-1: none). np = number of positive types. */
 static int32_t lookup(struct cfg *c, uint32_t np, double room, const uint32_t *ex, uint32_t nex)
@@ -182,6 +213,81 @@ static int32_t lookup(struct cfg *c, uint32_t np, double room, const uint32_t *e
 	return -1;
 }
 
+static bool clashes(const struct cfg *c, uint32_t t, const uint32_t *ex, uint32_t nex)
+{
+	for (uint32_t q = 0; q < nex; q++) {
+		if (c->te[t] == ex[q]) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* First index of list[0..n-1] (size ascending) whose size is >= v. */
+static uint32_t first_at_least(const struct cfg *c, const uint32_t *list, uint32_t n, double v)
+{
+	uint32_t lo = 0;
+	uint32_t hi = n;
+	while (lo < hi) {
+		uint32_t m = lo + (hi - lo) / 2;
+		if (c->ts[list[m]] < v) {
+			lo = m + 1;
+		} else {
+			hi = m;
+		}
+	}
+	return lo;
+}
+
+/* With the window: the best type (largest pi, then first in pi order) of
+ * size in [need, room] whose expert is none of ex[0..nex-1]: a positive
+ * one, else any type in the LP (pi 0, a filler that brings the
+ * configuration into the window); -1: none. need <= 0: lookup(). */
+static int32_t lookup_window(struct cfg *c, uint32_t np, double need, double room,
+			     const uint32_t *ex, uint32_t nex)
+{
+	if (need <= 0) {
+		return lookup(c, np, room, ex, nex);
+	}
+	if (need > room) {
+		return -1;
+	}
+	uint32_t a = first_at_least(c, c->bysize, np, need);
+	uint32_t b = a;
+	while (b < np && c->ts[c->bysize[b]] <= room && b - a <= PL_CFG_SCAN) {
+		b++;
+	}
+	int32_t best = -1;
+	if (b - a <= PL_CFG_SCAN) { /* a short range: scan it */
+		for (uint32_t q = a; q < b; q++) {
+			uint32_t t = c->bysize[q];
+			c->nodes++;
+			if (!clashes(c, t, ex, nex) && (best < 0 || pi_before(c, t, (uint32_t)best))) {
+				best = (int32_t)t;
+			}
+		}
+	} else { /* a long one: the first fit in pi order */
+		for (uint32_t q = 0; q < np && best < 0; q++) {
+			uint32_t t = c->pos[q];
+			c->nodes++;
+			if (c->ts[t] >= need && c->ts[t] <= room && !clashes(c, t, ex, nex)) {
+				best = (int32_t)t;
+			}
+		}
+	}
+	if (best >= 0) {
+		return best;
+	}
+	for (uint32_t q = first_at_least(c, c->byall, c->nall, need);
+	     q < c->nall && c->ts[c->byall[q]] <= room; q++) {
+		c->nodes++;
+		if (!clashes(c, c->byall[q], ex, nex)) {
+			return (int32_t)c->byall[q];
+		}
+	}
+	return -1;
+}
+
 struct dfs {
 	uint32_t chosen[PL_MAX_S_CFG];
 	uint32_t ex[PL_MAX_S_CFG];
@@ -198,8 +304,35 @@ static void dfs_rec(struct cfg *c, struct dfs *st, uint32_t np, uint32_t from, u
 		    double value, double room)
 {
 	uint32_t S = c->prob->S;
-	int32_t last = d < S ? lookup(c, np, room, st->ex, d) : -1;
-	double v = value + (last >= 0 ? c->pi[last] : 0);
+	int32_t last = -1;
+	double v;   /* the best price of a configuration here (< 0: none) */
+	double est; /* what this node adds to the pricing's maximum */
+	if (!(c->win_lo > 0)) {
+		last = d < S ? lookup(c, np, room, st->ex, d) : -1;
+		v = value + (last >= 0 ? c->pi[last] : 0);
+		est = v;
+	} else {
+		/* window_note: a window configuration C has positive part X
+		 * (the DFS visits X or prunes it by value) and the rest of
+		 * price 0: C = X (size in the window), or X and one more type
+		 * (lookup_window finds the best), or X and at least two more
+		 * (then size(X) + (S - |X|) maxts >= L, counted as value(X)
+		 * without a column: an over-estimate). */
+		double size = c->room0 - room;
+		v = size >= c->win_lo ? value : -1;
+		if (d < S) {
+			last = lookup_window(c, np, c->win_lo - size, room, st->ex, d);
+			if (last >= 0 && value + c->pi[last] > v) {
+				v = value + c->pi[last];
+			} else {
+				last = -1;
+			}
+		}
+		est = v;
+		if (d + 2 <= S && size + (S - d) * c->maxts >= c->win_lo && value > est) {
+			est = value;
+		}
+	}
 	if (v > st->sub_best) {
 		st->sub_best = v;
 		memcpy(st->sub, st->chosen, sizeof(*st->sub) * d);
@@ -209,8 +342,8 @@ static void dfs_rec(struct cfg *c, struct dfs *st, uint32_t np, uint32_t from, u
 			st->sub_len = d + 1;
 		}
 	}
-	if (v > st->best) {
-		st->best = v;
+	if (est > st->best) {
+		st->best = est;
 	}
 	if (d + 2 > S) {
 		return;
@@ -245,14 +378,23 @@ static double price(struct cfg *c, double T, uint32_t *tmp)
 {
 	uint32_t S = c->prob->S;
 	uint32_t np = 0;
+	c->nall = 0;
+	c->maxts = 0;
 	for (uint32_t t = 0; t < c->nt; t++) {
 		if (c->pi[t] > 0 && c->ts[t] <= T && !c->off[t]) {
 			c->pos[np++] = t;
+		}
+		if (c->win_lo > 0 && type_on(c, t, T)) {
+			c->byall[c->nall++] = t;
+			c->maxts = c->ts[t] > c->maxts ? c->ts[t] : c->maxts;
 		}
 	}
 	c->ncols = 0;
 	if (np == 0) {
 		return 0;
+	}
+	if (c->nall > 0) {
+		msort(c, c->byall, tmp, c->nall, size_before);
 	}
 	msort(c, c->pos, tmp, np, pi_before);
 	memcpy(c->bysize, c->pos, sizeof(*c->pos) * np);
@@ -293,6 +435,7 @@ static double price(struct cfg *c, double T, uint32_t *tmp)
 	}
 	struct dfs st = { .best = 0 };
 	double room = T * (1 + 1e-12);
+	c->room0 = room;
 	for (uint32_t q = 0; q < np; q++) {
 		uint32_t t = c->pos[q];
 		c->nodes++;
@@ -387,17 +530,22 @@ static uint32_t kmin_of(double w, double T, uint32_t cap)
 
 enum cfg_res { CFG_PROVEN, CFG_FEASIBLE, CFG_OVER, CFG_LIMIT, CFG_ERROR };
 
-static bool type_on(const struct cfg *c, uint32_t t, double T)
-{
-	return c->ts[t] <= T && !c->off[t];
-}
-
 /* x_j's bounds: 0 when its size exceeds T or it holds a forbidden type,
  * else [clb, cub]. */
 static void set_col_bounds(struct cfg *c, uint32_t j, double T)
 {
 	int col = (int)(c->nt + j) + 1;
 	bool on = c->csize[j] <= T;
+	/* Below the window: out, except the singletons (artificial, at cost
+	 * PL_CFG_ART). The margin 1e-12 T keeps every column the pricing
+	 * found (its size summed in another order) in. */
+	bool below = c->win_lo > 0 && c->csize[j] < c->win_lo - 1e-12 * T;
+	if (j < c->nt) {
+		c->art[j] = below;
+		glp_set_obj_coef(c->lp, col, below ? PL_CFG_ART : 1);
+	} else if (below) {
+		on = false;
+	}
 	const uint32_t *ty = c->ctype + (size_t)j * PL_MAX_S_CFG;
 	for (uint32_t z = 0; on && z < c->clen_of[j]; z++) {
 		on = !c->off[ty[z]];
@@ -413,6 +561,17 @@ static void set_col_bounds(struct cfg *c, uint32_t j, double T)
 	}
 }
 
+/* Whether the restricted LP's solution uses a singleton below the window. */
+static bool art_in_use(const struct cfg *c)
+{
+	for (uint32_t j = 0; j < c->nt && j < c->nc; j++) {
+		if (c->art[j] && glp_get_col_prim(c->lp, (int)(c->nt + j) + 1) > 1e-9) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* Column generation at target T until the certificate proves T, the LP
  * is shown feasible, or the budget ends. */
 static enum cfg_res solve_at(struct cfg *c, double T, uint64_t *budget, double deadline,
@@ -421,6 +580,10 @@ static enum cfg_res solve_at(struct cfg *c, double T, uint64_t *budget, double d
 	const struct pl_prob *prob = c->prob;
 	uint32_t E = prob->E;
 	double G = prob->G;
+	/* The window's lower end (top of the file), less a margin far above
+	 * the rounding error of the sums: a lower win_lo only admits more
+	 * configurations, which keeps every argument valid. */
+	c->win_lo = c->window ? prob->sum - (G - 1) * T - 1e-9 * prob->sum : -1;
 	/* Types and configurations larger than T (or forbidden) are out. */
 	for (uint32_t t = 0; t < c->nt; t++) {
 		if (type_on(c, t, T)) {
@@ -475,7 +638,8 @@ static enum cfg_res solve_at(struct cfg *c, double T, uint64_t *budget, double d
 		if (ret != 0 || glp_get_status(c->lp) != GLP_OPT) {
 			return CFG_ERROR;
 		}
-		if (!c->converge && glp_get_obj_val(c->lp) <= G * (1 + 1e-9)) {
+		bool art = art_in_use(c);
+		if (!c->converge && !art && glp_get_obj_val(c->lp) <= G * (1 + 1e-9)) {
 			return CFG_FEASIBLE; /* a restriction of the LP already fits */
 		}
 		for (uint32_t t = 0; t < c->nt; t++) {
@@ -506,7 +670,7 @@ static enum cfg_res solve_at(struct cfg *c, double T, uint64_t *budget, double d
 		}
 		if (c->ncols == 0) {
 			/* converged: without a proof (bound), or at the optimum (dive) */
-			return glp_get_obj_val(c->lp) <= G * (1 + 1e-9) ? CFG_FEASIBLE : CFG_OVER;
+			return !art && glp_get_obj_val(c->lp) <= G * (1 + 1e-9) ? CFG_FEASIBLE : CFG_OVER;
 		}
 		for (uint32_t q = 0; q < c->ncols; q++) {
 			if (add_config(c, c->cols[q], c->clen[q]) != 0) {
@@ -807,14 +971,77 @@ struct cfg_search {
 	struct pl_sol *plan;
 };
 
+/* The LP back to bound mode after dives: no fixings, N replicas. */
+static void reset_fixings(struct cfg *c)
+{
+	memset(c->off, 0, sizeof(*c->off) * c->nt);
+	for (uint32_t j = 0; j < c->nc; j++) {
+		c->clb[j] = 0;
+		c->cub[j] = (double)INFINITY;
+	}
+}
+
+/* Look for a plan within goal of the bound, by dives with either rounding
+ * rule at the target and at targets 1e-4 lower; each starts from the LP
+ * without the previous dive's fixings (its columns stay). */
+static void cfg_dives(struct cfg_search *s)
+{
+	struct cfg *c = s->c;
+	for (uint32_t d = 0; d < PL_CFG_DIVES && !c->dive_ok; d++) {
+		double T = c->bound * s->goal * (1 - 1e-4 * (d / 2));
+		if (!(T < s->inc->max) || s->budget == 0 || pl_timed_out(s->work, s->deadline)) {
+			break;
+		}
+		reset_fixings(c);
+		c->rule = d % 2;
+		dive_loop(c, T, &s->budget, s->deadline, s->verbose, s->work, s->plan);
+	}
+}
+
+/* After the search without the window: with it (top of the file), dives
+ * when the others found no plan, then a bisection between the bound and
+ * the best plan (PL_CFG_BISECT steps) for a higher bound, which also tells
+ * how much of a gap the LP leaves to the plan. Uses what is left of the
+ * budget, so the search before it is unchanged. */
+static void cfg_window(struct cfg_search *s, bool dive)
+{
+	struct cfg *c = s->c;
+	c->window = true;
+	if (dive && !c->dive_ok) {
+		cfg_dives(s);
+	}
+	reset_fixings(c);
+	c->converge = false;
+	glp_set_row_bnds(c->lp, (int)(c->nt + c->prob->E) + 1, GLP_FX, c->prob->N, c->prob->N);
+	double hi = c->dive_ok && s->plan->max < s->inc->max ? s->plan->max : s->inc->max;
+	double step_min = 2e-5 * c->prob->mean;
+	for (int it = 0; it < PL_CFG_BISECT && hi - c->bound > step_min; it++) {
+		if (s->budget == 0 || pl_timed_out(s->work, s->deadline)) {
+			break;
+		}
+		double mid = c->bound + 0.5 * (hi - c->bound);
+		enum cfg_res r = solve_at(c, mid, &s->budget, s->deadline, s->verbose, s->work,
+					  c->tmp);
+		if (r == CFG_PROVEN) {
+			c->bound = mid;
+		} else if (r == CFG_FEASIBLE || r == CFG_OVER) {
+			hi = mid;
+		} else {
+			break;
+		}
+	}
+}
+
 /* The best bound the budget allows: the target first; if the LP fits
- * there, bisect below it. Results in c->bound and c->lp_feasible. */
+ * there, bisect below it, then dive for a plan; then cfg_window. Results
+ * in c->bound, c->lp_feasible and c->dive_ok. */
 static void cfg_bound(struct cfg_search *s)
 {
 	struct cfg *c = s->c;
 	enum cfg_res r = solve_at(c, s->want, &s->budget, s->deadline, s->verbose, s->work, c->tmp);
 	if (r == CFG_PROVEN) {
 		c->bound = s->want;
+		cfg_window(s, false);
 		return;
 	}
 	if (r != CFG_FEASIBLE && r != CFG_OVER) {
@@ -835,23 +1062,8 @@ static void cfg_bound(struct cfg_search *s)
 			break;
 		}
 	}
-	/* Not proven: look for a plan within goal of the bound, by dives with
-	 * either rounding rule at the target and at targets 1e-4 lower; each
-	 * starts from the LP without the previous dive's fixings (its columns
-	 * stay). */
-	for (uint32_t d = 0; d < PL_CFG_DIVES && !c->dive_ok; d++) {
-		double T = c->bound * s->goal * (1 - 1e-4 * (d / 2));
-		if (!(T < s->inc->max) || s->budget == 0 || pl_timed_out(s->work, s->deadline)) {
-			break;
-		}
-		memset(c->off, 0, sizeof(*c->off) * c->nt);
-		for (uint32_t j = 0; j < c->nc; j++) {
-			c->clb[j] = 0;
-			c->cub[j] = (double)INFINITY;
-		}
-		c->rule = d % 2;
-		dive_loop(c, T, &s->budget, s->deadline, s->verbose, s->work, s->plan);
-	}
+	cfg_dives(s);
+	cfg_window(s, true);
 }
 
 /* pl_glpk_run's model: builds the LP in lp and runs the search; results
@@ -885,6 +1097,8 @@ static void cfg_free(struct cfg *c)
 	free(c->pos);
 	free(c->bysize);
 	free(c->top);
+	free(c->byall);
+	free(c->art);
 	pl_trip_free(&c->col);
 }
 
@@ -933,8 +1147,10 @@ static int cfg_init(struct cfg *c, const struct pl_prob *prob, double T_hi)
 	c->bysize = malloc(sizeof(*c->bysize) * nt);
 	c->top = malloc(sizeof(*c->top) * nt * S);
 	c->tmp = malloc(sizeof(*c->tmp) * nt);
+	c->byall = malloc(sizeof(*c->byall) * nt);
+	c->art = calloc(nt, sizeof(*c->art));
 	if (!c->te || !c->tk || !c->ts || !c->first || !c->off || !c->pi || !c->pos || !c->bysize
-	    || !c->top || !c->tmp) {
+	    || !c->top || !c->tmp || !c->byall || !c->art) {
 		return -1;
 	}
 	uint32_t t = 0;
