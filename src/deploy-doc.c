@@ -144,6 +144,8 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 	mp_doc_put(doc, "decode", dec);
 	if (dep->has_pools) {
 		mp_doc_put(doc, "pools", pools_doc(&dep->pools));
+	} else {
+		mp_doc_put_string(doc, "pools_why", dep->pools_why);
 	}
 	if (dep->has_colocated) {
 		mp_doc_put(doc, "colocated", colocated_doc(dep));

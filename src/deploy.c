@@ -441,6 +441,13 @@ static int size_pools(const struct mp_scenario *sc, const struct mp_deploy_optio
 	int rc = mp_pools_size(&w, &r, &d->pools);
 	if (rc == 0) {
 		d->has_pools = true;
+	} else if (rc == MP_ENOFIT) {
+		/* mp_pools_size: the budget is below one group of each */
+		snprintf(d->pools_why, sizeof(d->pools_why),
+			 "the budget of %u GPUs holds no prefill group beside a decode group: one of each "
+			 "at the chosen widths, prefill EP%u and decode EP%u, needs %llu GPUs",
+			 w.gpu_budget, pp->cfg.ep, dp->cfg.ep,
+			 (unsigned long long)pp->cfg.ep + dp->cfg.ep);
 	}
 	return rc == MP_ENOFIT ? 0 : rc;
 }
@@ -554,6 +561,9 @@ int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_option
 			d.has_final = true;
 			rc = size_pools(sc, opts, &d);
 		}
+	} else if (rc == 0) {
+		snprintf(d.pools_why, sizeof(d.pools_why), "the %s phase has no configuration that meets "
+			 "its target (its 'why' says which)", !d.decode.has_choice ? "decode" : "prefill");
 	}
 	if (rc == 0) {
 		pick_colocated(opts, &d);

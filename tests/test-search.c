@@ -793,6 +793,54 @@ static void search__cli(void **state)
 	rmdir(dir);
 }
 
+/* A budget one decode group fills: DeepSeek's day on 32 GPUs chooses
+ * prefill EP16 and decode EP32 (as on 1,814 GPUs, README "Acceptance"),
+ * and one group of each needs 16 + 32 = 48 GPUs > 32, so there are no
+ * pools. The output says so, with both widths and the sum (text, JSON
+ * pools_why, report); the co-located deployment still fits: exit 0. */
+static void search__no_pools_says_why(void **state)
+{
+	(void)state;
+	const char *scenario = src_path("plans/deepseek-v3-day.yaml");
+	const char *why = "the budget of 32 GPUs holds no prefill group beside a decode group: one of "
+			  "each at the chosen widths, prefill EP16 and decode EP32, needs 48 GPUs";
+	struct cli_result r = cli_run("search", scenario, "--gpus", "32", "--no-placement", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "chosen prefill: EP16,"));
+	assert_non_null(strstr(r.out, "chosen decode: EP32,"));
+	const char *line = strstr(r.out, "\npools: none: ");
+	assert_non_null(line);
+	assert_true(strncmp(line + strlen("\npools: none: "), why, strlen(why)) == 0);
+	assert_non_null(strstr(r.out, "\nwinner: co-located\n"));
+	cli_result_free(&r);
+
+	char dir[] = "/tmp/moeplan-search-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char md[4200], pic[4200];
+	snprintf(md, sizeof(md), "%s/r.md", dir);
+	r = cli_run("search", scenario, "--gpus", "32", "--no-placement", "--format", "json",
+		    "--report", md, NULL);
+	assert_int_equal(r.status, 0);
+	char key[400];
+	snprintf(key, sizeof(key), "\"pools_why\": \"%s\"", why);
+	assert_non_null(strstr(r.out, key));
+	assert_null(strstr(r.out, "\"pools\": {"));
+	assert_non_null(strstr(r.out, "\"winner\": \"colocated\""));
+	cli_result_free(&r);
+	char *t = cli_slurp(md);
+	assert_non_null(t);
+	snprintf(key, sizeof(key), "## Pools\n\nNone: %s.\n", why);
+	assert_non_null(strstr(t, key));
+	free(t);
+	unlink(md);
+	static const char *const pics[] = {"r-decode-front.svg", "r-prefill-front.svg", "r-pools.svg"};
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(pic, sizeof(pic), "%s/%s", dir, pics[i]);
+		unlink(pic);
+	}
+	assert_int_equal(rmdir(dir), 0);
+}
+
 static void search__cli_errors(void **state)
 {
 	(void)state;
@@ -855,6 +903,7 @@ int main(void)
 		cmocka_unit_test(search__pictures),
 		cmocka_unit_test(search__cli),
 		cmocka_unit_test(search__cli_errors),
+		cmocka_unit_test(search__no_pools_says_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,9 @@ struct mp_deploy {
 					        without placement */
 	struct mp_search_point decode_final;
 	bool has_pools;
+	char pools_why[320];               /**< has_pools false: why there are no pools (a phase
+					        without a choice, or a budget that holds no prefill
+					        group beside a decode group, naming both); else "" */
 	struct mp_pools pools;             /**< from prefill_final and decode_final */
 	double kv_bytes_per_request;       /**< mp_model_kv_bytes_per_request at isl */
 	bool has_colocated;

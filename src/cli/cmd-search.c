@@ -222,8 +222,7 @@ static int print_search(void *user, FILE *out)
 			100 * p->kv_link_utilisation,
 			p->kv_link_bound ? " (the NICs, not the arithmetic, size the prefill pool)" : "");
 	} else {
-		fprintf(out, "\npools: none (a phase has no configuration that meets its target, or the "
-			"budget holds less than one EP group of each)\n");
+		fprintf(out, "\npools: none: %s\n", d->pools_why);
 	}
 	if (d->has_colocated) {
 		const struct mp_colocated *c = &d->colo;
@@ -526,6 +525,13 @@ int cmd_search(int argc, char **argv)
 		if (!cli_quiet) {
 			fprintf(stderr, "moeplan search: %s\n",
 				!d.decode.has_choice ? d.decode.why : d.prefill.why);
+		}
+		status = EXIT_INPUT;
+	} else if (status == EXIT_OK && !d.has_pools && !d.has_colocated) {
+		/* no deployment in the budget, pooled or co-located: "does not fit" */
+		if (!cli_quiet) {
+			fprintf(stderr, "moeplan search: no deployment fits: no pools (%s) and no "
+				"co-located configuration meets the targets\n", d.pools_why);
 		}
 		status = EXIT_INPUT;
 	}

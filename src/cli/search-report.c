@@ -230,6 +230,8 @@ static int write_report(void *user, FILE *f)
 			p->kv_bytes_per_request / 1e6, 1e3 * p->kv_transfer_s);
 		fprintf(f, "| share of prefill NIC bandwidth for KV | %.2g%% |\n\n",
 			100 * p->kv_link_utilisation);
+	} else {
+		fprintf(f, "## Pools\n\nNone: %s.\n\n", d->pools_why);
 	}
 	if (d->has_colocated) {
 		fprintf(f, "Co-located on the decode GPUs: %u GPUs, %.4g requests/s per GPU, prefill takes "
