@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -692,6 +693,88 @@ static void newuser__check_engine_map_against_named_rows(void **state)
 	unlink(plan);
 }
 
+/* The first n whole numbers after key in text (a JSON list of lists of
+ * integers: brackets, commas and blanks skipped); 0 on success. */
+static int ints_after(const char *text, const char *key, uint32_t *out, size_t n)
+{
+	const char *p = text ? strstr(text, key) : NULL;
+	if (!p) {
+		return -1;
+	}
+	p += strlen(key);
+	for (size_t i = 0; i < n; i++) {
+		while (*p && !isdigit((unsigned char)*p)) {
+			p++;
+		}
+		if (!*p) {
+			return -1;
+		}
+		char *end = NULL;
+		out[i] = (uint32_t)strtoul(p, &end, 10);
+		p = end;
+	}
+	return 0;
+}
+
+/* Fresh-user trial, replan as check: an SGLang map `place --export` wrote
+ * (24 rows, one per hidden layer of Qwen1.5-MoE) re-planned for loads that
+ * name their rows (winB, '# layers: 0, ..., 11') re-plans those rows (it
+ * refused: '12 layers x 60 columns, but ... has 24 layers') and writes the
+ * whole map back: rows 12-23 untouched, rows 0-11 exactly those that
+ * re-planning the moeplan plan of the same rows gives (an independent
+ * route: the plan's rows are the trace's own). */
+static void newuser__replan_engine_map_against_named_rows(void **state)
+{
+	(void)state;
+	enum { ROWS = 24, NAMED = 12, SLOTS = 72 };
+	char map[80], plan[64], out[64], out_plan[64];
+	scratch(plan, sizeof(plan), "plan");
+	scratch(out, sizeof(out), "new");
+	scratch(out_plan, sizeof(out_plan), "newplan");
+	snprintf(map, sizeof(map), "%s.json", plan); /* the export's name must end in .json */
+	const char *win_a = src_path("plans/traces/qwen15moe_bookcorpus.winA.csv");
+	struct cli_result r = cli_run("place", win_a, "--gpus", "8", "--slots", "72", "-m",
+				      src_path("plans/models/qwen1.5-moe-a2.7b.yaml"), "--export", "sglang",
+				      "--export-output", map, "-o", plan, "-f", "json", "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	const char *win_b = src_path("plans/traces/qwen15moe_bookcorpus.winB.csv");
+	r = cli_run("replan", "--plan", map, "--gpus", "8", "--loads", win_b, "--max-moves", "25%",
+		    "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "rows: the 12 layers the loads name (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "
+				      "10, 11) of the map's 24"));
+	cli_result_free(&r);
+	r = cli_run("replan", "--plan", plan, "--loads", win_b, "--max-moves", "25%", "-f", "json",
+		    "-o", out_plan, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+
+	static uint32_t before[ROWS * SLOTS], after[ROWS * SLOTS], by_plan[NAMED * SLOTS];
+	char *t = cli_slurp(map);
+	assert_int_equal(ints_after(t, "\"physical_to_logical_map\":", before, ROWS * SLOTS), 0);
+	free(t);
+	t = cli_slurp(out);
+	assert_int_equal(ints_after(t, "\"physical_to_logical_map\":", after, ROWS * SLOTS), 0);
+	size_t brackets = 0; /* the list and one per row: exactly 24 rows */
+	for (const char *c = t; *c; c++) {
+		brackets += *c == '[';
+	}
+	assert_int_equal(brackets, 1 + ROWS);
+	free(t);
+	t = cli_slurp(out_plan);
+	assert_int_equal(ints_after(t, "\"physical_to_logical\":", by_plan, NAMED * SLOTS), 0);
+	free(t);
+	assert_memory_equal(after + NAMED * SLOTS, before + NAMED * SLOTS,
+			    (ROWS - NAMED) * SLOTS * sizeof(uint32_t));
+	assert_memory_equal(after, by_plan, NAMED * SLOTS * sizeof(uint32_t));
+	assert_memory_not_equal(after, before, NAMED * SLOTS * sizeof(uint32_t)); /* it moved some */
+	unlink(map);
+	unlink(plan);
+	unlink(out);
+	unlink(out_plan);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -715,6 +798,7 @@ int main(void)
 		cmocka_unit_test(newuser__wall_clock_limit_is_reported),
 		cmocka_unit_test(newuser__check_svg_says_what_it_shows),
 		cmocka_unit_test(newuser__check_engine_map_against_named_rows),
+		cmocka_unit_test(newuser__replan_engine_map_against_named_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

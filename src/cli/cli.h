@@ -328,6 +328,21 @@ int cli_layers_from_model(struct cli_layers *cl, const struct mp_model *model,
 /** Rows that are already the engine's rows (an SGLang map or dump): row r
  * is hidden layer r. */
 int cli_layers_every_row(struct cli_layers *cl, uint32_t n_rows);
+/* ---- an engine map's rows named by the loads (map-rows.c) ---- */
+
+/** True when loads name their rows' layers (layer_ids) and have fewer rows
+ * than map: map's rows are hidden layers (an engine's map) and the loads'
+ * are some of them. */
+bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *loads);
+/** The rows ids[0..n) of map (hidden-layer ids = row indices), in that
+ * order, into out (replaced; slot_expert and replicas only). Returns 0,
+ * MP_EINVAL (an id beyond the map) or MP_ENOMEM; out unchanged on error. */
+int cli_map_select_rows(const struct mp_placement *map, const uint32_t *ids, uint32_t n,
+			struct mp_placement *out);
+/** Write rows (row r to map's row ids[r]; slot_expert and replicas) back
+ * into map. Returns 0 or MP_EINVAL (another shape, an id beyond the map). */
+int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct mp_placement *rows);
+
 /** Write a placement's map in an engine's format (cli_parse_export'ed name)
  * to path (NULL or "-" = stdout), one row per hidden layer as cl says, and
  * print the matching engine flags on stderr unless --quiet; an exit

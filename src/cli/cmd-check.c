@@ -138,34 +138,6 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 	return 0;
 }
 
-/* Keep the map's rows that the loads name (loads->layer_ids, each below
- * map->n_layers), in the loads' order. Returns 0, MP_EINVAL (an id beyond
- * the map) or MP_ENOMEM; map is unchanged on error. */
-static int select_rows(struct mp_placement *map, const struct mp_loads *loads)
-{
-	for (uint32_t r = 0; r < loads->n_layers; r++) {
-		if (loads->layer_ids[r] >= map->n_layers) {
-			return MP_EINVAL;
-		}
-	}
-	struct mp_placement sub;
-	mp_placement_init(&sub);
-	int rc = mp_placement_alloc(&sub, loads->n_layers, map->n_experts, map->gpus,
-				    map->slots_per_gpu);
-	if (rc != 0) {
-		return rc;
-	}
-	size_t n = (size_t)map->gpus * map->slots_per_gpu;
-	for (uint32_t r = 0; r < loads->n_layers; r++) {
-		const struct mp_layer_placement *from = &map->layers[loads->layer_ids[r]];
-		memcpy(sub.layers[r].slot_expert, from->slot_expert, n * sizeof(*from->slot_expert));
-		memcpy(sub.layers[r].replicas, from->replicas, map->n_experts * sizeof(*from->replicas));
-	}
-	mp_placement_finish(map);
-	*map = sub;
-	return 0;
-}
-
 #define CHECK_MAX_WARNINGS 20
 
 static void warn_duplicates(const char *path, const struct mp_placement *map)
@@ -386,8 +358,8 @@ int cmd_check(int argc, char **argv)
 		}
 		/* An engine map has a row per hidden layer; loads whose rows name
 		 * their layers (a '# layers:' line, a layer column) check those. */
-		if (loads.layer_ids && loads.n_layers < map.n_layers && loads.n_experts == map.n_experts) {
-			rc = select_rows(&map, &loads);
+		if (cli_map_rows_named(&map, &loads) && loads.n_experts == map.n_experts) {
+			rc = cli_map_select_rows(&map, loads.layer_ids, loads.n_layers, &map);
 			if (rc != 0) {
 				cli_error("%s: %s", a.plan, mp_strerror(rc));
 				goto out;

@@ -315,6 +315,48 @@ static bool resolve_budget(const char *text, uint64_t all_slots, uint64_t *out)
 	return true;
 }
 
+/* An engine map (a row per hidden layer) re-planned on the rows the loads
+ * name (README "Layer identity"), as check does: full is the whole map
+ * and ids[r] the map's row (hidden layer) of re-planned row r; ids NULL
+ * when every row is re-planned. */
+struct rows {
+	struct mp_placement full;
+	const uint32_t *ids;
+};
+
+static uint32_t row_layer(const struct rows *rows, uint32_t r)
+{
+	return rows->ids ? rows->ids[r] : r;
+}
+
+/* Select the rows when the map's rows are hidden layers (an SGLang map, a
+ * bare list) and the loads name fewer: cur becomes those rows, rows->full
+ * keeps the whole map. Returns 0, MP_EINVAL (an id beyond the map,
+ * reported) or MP_ENOMEM. */
+static int select_rows(const struct replan_args *a, const struct mp_replan_plan_info *info,
+		       struct mp_placement *cur, const struct mp_loads *raw, struct rows *rows,
+		       struct mp_diags *diags)
+{
+	bool engine_rows = info->kind == MP_REPLAN_SOURCE_SGLANG || info->kind == MP_REPLAN_SOURCE_LIST;
+	if (!engine_rows || !cli_map_rows_named(cur, raw)) {
+		return 0;
+	}
+	struct mp_placement sub;
+	mp_placement_init(&sub);
+	int rc = cli_map_select_rows(cur, raw->layer_ids, raw->n_layers, &sub);
+	if (rc == MP_EINVAL) {
+		return mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL,
+				    "the loads name layer %u, but %s has %u rows (one per hidden layer)",
+				    raw->layer_ids[raw->n_layers - 1], a->plan, cur->n_layers);
+	}
+	if (rc == 0) {
+		rows->full = *cur;
+		*cur = sub;
+		rows->ids = raw->layer_ids;
+	}
+	return rc;
+}
+
 /* The report stream: stderr when the output document goes to stdout. */
 static FILE *report_stream(const struct replan_args *a)
 {
@@ -326,7 +368,7 @@ static FILE *report_stream(const struct replan_args *a)
  * when it is only a map (an engine's, or --export to -o) every move is
  * listed here, as nothing else keeps them. */
 static void print_report(FILE *f, const struct replan_args *a, const struct mp_replan *r,
-			 const struct mp_placement *cur, bool moves_in_output)
+			 const struct mp_placement *cur, const struct rows *rows, bool moves_in_output)
 {
 	char b1[32];
 	char b2[32];
@@ -334,6 +376,13 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	fprintf(f, "re-plan of %s (%u layer%s, %u GPU%s x %u slot%s, %u experts) for %s\n", a->plan,
 		cur->n_layers, cli_s(cur->n_layers), cur->gpus, cli_s(cur->gpus),
 		cur->slots_per_gpu, cli_s(cur->slots_per_gpu), cur->n_experts, a->loads);
+	if (rows->ids) {
+		fprintf(f, "rows: the %u layer%s the loads name (", cur->n_layers, cli_s(cur->n_layers));
+		for (uint32_t l = 0; l < cur->n_layers; l++) {
+			fprintf(f, "%s%u", l ? ", " : "", rows->ids[l]);
+		}
+		fprintf(f, ") of the map's %u; the other rows are kept as they are\n", rows->full.n_layers);
+	}
 	if (a->opts.cost_mode) {
 		fprintf(f, "objective: expert time over %g steps at %g s per layer, plus %g s per move\n",
 			a->opts.horizon_steps, a->opts.layer_time_s, a->opts.move_cost_s);
@@ -350,7 +399,8 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	for (uint32_t l = 0; l < cur->n_layers; l++) {
 		const struct mp_replan_layer *rl = &r->layers[l];
 		cli_si((double)rl->bytes, "B", b1, sizeof(b1));
-		fprintf(f, "%6u %6u %10s %12.6g %12.6g %12.6g %7u %12.6g  %s\n", l, rl->moves, b1,
+		fprintf(f, "%6u %6u %10s %12.6g %12.6g %12.6g %7u %12.6g  %s\n", row_layer(rows, l),
+			rl->moves, b1,
 			rl->max_before, rl->max_after, rl->scratch_max, rl->scratch_moves, rl->lower_bound,
 			mp_place_status_name(rl->status));
 	}
@@ -383,8 +433,9 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	cli_si((double)r->expert_bytes, "B", b1, sizeof(b1));
 	for (size_t i = 0; i < r->n_moves; i++) {
 		const struct mp_replan_move *m = &r->moves[i];
-		fprintf(f, "  layer %u: GPU %u slot %u: expert %u -> %u (%s from GPU %u)\n", m->layer, m->gpu,
-			m->slot, m->old_expert, m->new_expert, b1, m->source_gpu);
+		fprintf(f, "  layer %u: GPU %u slot %u: expert %u -> %u (%s from GPU %u)\n",
+			row_layer(rows, m->layer), m->gpu, m->slot, m->old_expert, m->new_expert, b1,
+			m->source_gpu);
 	}
 }
 
@@ -446,10 +497,9 @@ static int write_pareto_svg(const char *path, const struct mp_replan *r)
 
 /* The new map in the input's own format (or the engine's with --export). */
 static int build_output(const struct replan_args *a, const struct mp_replan_plan_info *info,
-			const struct mp_replan *r, const struct mp_loads *loads,
+			const struct mp_placement *p, const struct mp_loads *loads,
 			struct mp_doc *record, struct mp_doc **out, struct mp_diags *diags)
 {
-	const struct mp_placement *p = &r->after;
 	switch (info->kind) {
 	case MP_REPLAN_SOURCE_PLAN: {
 		struct mp_doc *placement = mp_placement_to_doc(p, NULL);
@@ -640,6 +690,8 @@ int cmd_replan(int argc, char **argv)
 	struct mp_replan r;
 	mp_replan_init(&r);
 	struct mp_replan_plan_info info = {0};
+	struct rows rows = {.ids = NULL};
+	mp_placement_init(&rows.full);
 	struct mp_doc *record = NULL;
 	struct mp_doc *doc = NULL;
 	struct cli_layers layers = {0};
@@ -651,6 +703,9 @@ int cmd_replan(int argc, char **argv)
 	}
 	if (rc == 0) {
 		rc = mp_load_loads(a.loads, &raw, &diags);
+	}
+	if (rc == 0) {
+		rc = select_rows(&a, &info, &cur, &raw, &rows, &diags);
 	}
 	if (rc) {
 		goto out;
@@ -695,7 +750,7 @@ int cmd_replan(int argc, char **argv)
 	FILE *rep = report_stream(&a);
 	if (a.pareto) {
 		doc = mp_doc_map();
-		mp_doc_put(doc, "pareto", mp_replan_pareto_doc(&r, NULL));
+		mp_doc_put(doc, "pareto", mp_replan_pareto_doc(&r, rows.ids));
 		cli_report_time_limit("replan", (const struct mp_placement *const[]){&r.after, &r.scratch},
 				      2, a.opts.time_limit_s, doc);
 		if (!cli_quiet) {
@@ -712,9 +767,18 @@ int cmd_replan(int argc, char **argv)
 		status = cli_emit(doc, a.output, a.json);
 		goto out;
 	}
-	record = mp_replan_to_doc(&r, &a.opts, NULL);
+	record = mp_replan_to_doc(&r, &a.opts, rows.ids);
+	/* the new map: the whole engine map with the re-planned rows in it */
+	const struct mp_placement *new_map = &r.after;
+	if (rows.ids) {
+		rc = cli_map_put_rows(&rows.full, rows.ids, &r.after);
+		if (rc) {
+			goto out;
+		}
+		new_map = &rows.full;
+	}
 	if (a.have_export) {
-		status = replan_layers(&a, &info, &loads, r.after.n_layers, &layers);
+		status = replan_layers(&a, &info, &loads, new_map->n_layers, &layers);
 		if (status != EXIT_OK) {
 			goto out;
 		}
@@ -722,12 +786,12 @@ int cmd_replan(int argc, char **argv)
 	}
 	if (a.have_export && !a.export_output) {
 		/* the engine map is the output */
-		status = cli_export_map(&r.after, &layers, mp_export_name(a.export_format), a.output);
+		status = cli_export_map(new_map, &layers, mp_export_name(a.export_format), a.output);
 		if (status != EXIT_OK) {
 			goto out;
 		}
 	} else {
-		rc = build_output(&a, &info, &r, &loads, record, &doc, &diags);
+		rc = build_output(&a, &info, new_map, &loads, record, &doc, &diags);
 		if (rc) {
 			goto out;
 		}
@@ -741,7 +805,7 @@ int cmd_replan(int argc, char **argv)
 			goto out;
 		}
 		if (a.have_export) {
-			status = cli_export_map(&r.after, &layers, mp_export_name(a.export_format),
+			status = cli_export_map(new_map, &layers, mp_export_name(a.export_format),
 						a.export_output);
 			if (status != EXIT_OK) {
 				goto out;
@@ -752,7 +816,7 @@ int cmd_replan(int argc, char **argv)
 		bool map_only = (a.have_export && !a.export_output) || info.kind == MP_REPLAN_SOURCE_SGLANG ||
 				info.kind == MP_REPLAN_SOURCE_LIST ||
 				info.kind == MP_REPLAN_SOURCE_VLLM;
-		print_report(rep, &a, &r, &cur, !map_only);
+		print_report(rep, &a, &r, &cur, &rows, !map_only);
 	}
 	status = EXIT_OK;
 out:
@@ -767,6 +831,7 @@ out:
 	mp_loads_finish(&raw);
 	mp_loads_finish(&loads);
 	mp_placement_finish(&cur);
+	mp_placement_finish(&rows.full);
 	mp_diags_finish(&diags);
 	return status;
 }

@@ -1,0 +1,59 @@
+/* An engine map's rows (one per hidden layer: SGLang's map, a bare list)
+ * against loads whose rows name their layers (README "Layer identity": a
+ * '# layers:' line, a layer column): the rows the loads name, and those
+ * rows written back into the whole map. check and replan share them. */
+#include "cli.h"
+
+#include <string.h>
+
+#include "moeplan/traffic.h"
+
+bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *loads)
+{
+	return loads->layer_ids && loads->n_layers < map->n_layers;
+}
+
+int cli_map_select_rows(const struct mp_placement *map, const uint32_t *ids, uint32_t n,
+			struct mp_placement *out)
+{
+	for (uint32_t r = 0; r < n; r++) {
+		if (ids[r] >= map->n_layers) {
+			return MP_EINVAL;
+		}
+	}
+	struct mp_placement sub;
+	mp_placement_init(&sub);
+	int rc = mp_placement_alloc(&sub, n, map->n_experts, map->gpus, map->slots_per_gpu);
+	if (rc != 0) {
+		return rc;
+	}
+	size_t slots = (size_t)map->gpus * map->slots_per_gpu;
+	for (uint32_t r = 0; r < n; r++) {
+		const struct mp_layer_placement *from = &map->layers[ids[r]];
+		memcpy(sub.layers[r].slot_expert, from->slot_expert, slots * sizeof(*from->slot_expert));
+		memcpy(sub.layers[r].replicas, from->replicas, map->n_experts * sizeof(*from->replicas));
+	}
+	mp_placement_finish(out);
+	*out = sub;
+	return 0;
+}
+
+int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct mp_placement *rows)
+{
+	if (rows->gpus != map->gpus || rows->slots_per_gpu != map->slots_per_gpu ||
+	    rows->n_experts != map->n_experts) {
+		return MP_EINVAL;
+	}
+	for (uint32_t r = 0; r < rows->n_layers; r++) {
+		if (ids[r] >= map->n_layers) {
+			return MP_EINVAL;
+		}
+	}
+	size_t slots = (size_t)map->gpus * map->slots_per_gpu;
+	for (uint32_t r = 0; r < rows->n_layers; r++) {
+		struct mp_layer_placement *to = &map->layers[ids[r]];
+		memcpy(to->slot_expert, rows->layers[r].slot_expert, slots * sizeof(*to->slot_expert));
+		memcpy(to->replicas, rows->layers[r].replicas, map->n_experts * sizeof(*to->replicas));
+	}
+	return 0;
+}
