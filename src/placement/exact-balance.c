@@ -99,7 +99,6 @@ static uint64_t binom_capped(uint32_t n, uint32_t k)
 static bool bal_scale(const struct pl_prob *prob, const uint32_t *r, u128 *item, u128 *t_out)
 {
 	u128 d = 1;
-	int kmin = INT32_MAX;
 	for (uint32_t e = 0; e < prob->E; e++) {
 		uint64_t a = (uint64_t)(d % r[e]);
 		uint64_t b = r[e];
@@ -112,25 +111,14 @@ static bool bal_scale(const struct pl_prob *prob, const uint32_t *r, u128 *item,
 		if (d > ((u128)1 << 40)) {
 			return false;
 		}
-		if (prob->w[e] > 0) {
-			int ex;
-			frexp(prob->w[e], &ex);
-			kmin = ex - 53 < kmin ? ex - 53 : kmin;
-		}
+	}
+	int k = 0;
+	if (!pl_x_mantissas(prob, 24, item, &k)) {
+		return false;
 	}
 	u128 total = 0;
 	for (uint32_t e = 0; e < prob->E; e++) {
-		item[e] = 0;
-		if (!(prob->w[e] > 0)) {
-			continue;
-		}
-		int ex;
-		double f = frexp(prob->w[e], &ex);
-		int shift = ex - 53 - kmin;
-		if (shift > 24) {
-			return false;
-		}
-		item[e] = ((u128)(uint64_t)ldexp(f, 53) << shift) * d / r[e];
+		item[e] = item[e] * d / r[e];
 		total += item[e] * r[e];
 		if (total > ((u128)1 << 120)) {
 			return false;

@@ -107,29 +107,13 @@ static bool scale_loads(const struct pl_prob *prob, uint32_t rmax, u128 *wd)
 			return false;
 		}
 	}
-	int kmin = INT32_MAX;
-	for (uint32_t e = 0; e < prob->E; e++) {
-		if (prob->w[e] > 0) {
-			int ex;
-			frexp(prob->w[e], &ex);
-			kmin = ex - 53 < kmin ? ex - 53 : kmin;
-		}
+	int k = 0;
+	if (!pl_x_mantissas(prob, 60, wd, &k)) {
+		return false;
 	}
 	u128 total = 0;
 	for (uint32_t e = 0; e < prob->E; e++) {
-		wd[e] = 0;
-		if (!(prob->w[e] > 0)) {
-			continue;
-		}
-		int ex;
-		double f = frexp(prob->w[e], &ex);
-		uint64_t m = (uint64_t)ldexp(f, 53);
-		int shift = ex - 53 - kmin;
-		if (shift > 60) {
-			return false;
-		}
-		u128 mm = (u128)m << shift;
-		if (!mul_ok(mm, d, &wd[e])) {
+		if (!mul_ok(wd[e], d, &wd[e])) {
 			return false;
 		}
 		total += wd[e];

@@ -280,3 +280,30 @@ double pl_x_round_down(const struct pl_prob *prob, double b)
 	}
 	return b * (1.0 - (double)(prob->E + prob->S + 8) * DBL_EPSILON);
 }
+
+bool pl_x_mantissas(const struct pl_prob *prob, int max_shift, pl_u128 *m, int *k)
+{
+	int kmin = INT32_MAX;
+	for (uint32_t e = 0; e < prob->E; e++) {
+		if (prob->w[e] > 0) {
+			int ex;
+			frexp(prob->w[e], &ex);
+			kmin = ex - 53 < kmin ? ex - 53 : kmin;
+		}
+	}
+	for (uint32_t e = 0; e < prob->E; e++) {
+		m[e] = 0;
+		if (!(prob->w[e] > 0)) {
+			continue;
+		}
+		int ex;
+		double f = frexp(prob->w[e], &ex); /* w = f 2^ex, f in [0.5, 1) */
+		int shift = ex - 53 - kmin;
+		if (shift > max_shift) {
+			return false;
+		}
+		m[e] = (pl_u128)(uint64_t)ldexp(f, 53) << shift;
+	}
+	*k = kmin;
+	return true;
+}

@@ -129,29 +129,13 @@ static int flow_alloc(struct flow *f, uint32_t V, uint32_t E)
  * more than 60 binary orders or their sum times G does not fit. */
 static bool scale_units(const struct pl_prob *prob, u128 *m, int *k)
 {
-	int kmin = INT32_MAX;
-	for (uint32_t e = 0; e < prob->E; e++) {
-		if (prob->w[e] > 0) {
-			int ex;
-			frexp(prob->w[e], &ex);
-			kmin = ex - 53 < kmin ? ex - 53 : kmin;
-		}
+	if (!pl_x_mantissas(prob, 60, m, k)) {
+		return false;
 	}
 	u128 total = 0;
 	for (uint32_t e = 0; e < prob->E; e++) {
-		m[e] = 0;
-		if (!(prob->w[e] > 0)) {
-			continue;
-		}
-		int ex;
-		double f = frexp(prob->w[e], &ex);
-		if (ex - 53 - kmin > 60) {
-			return false;
-		}
-		m[e] = (u128)(uint64_t)ldexp(f, 53) << (ex - 53 - kmin);
 		total += m[e];
 	}
-	*k = kmin;
 	return prob->G > 0 && total < ((u128)1 << 100) / prob->G;
 }
 

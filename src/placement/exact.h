@@ -48,6 +48,18 @@ bool pl_x_balanced(const struct pl_prob *prob, const struct pl_sol *sol);
  * refused. Returns true when best was replaced. */
 bool pl_x_accept(const struct pl_prob *prob, struct pl_sol *best, struct pl_sol *cand);
 
+/* A 128-bit unsigned integer for the exact searches' scaled loads. */
+__extension__ typedef unsigned __int128 pl_u128;
+
+/* The loads as integers of one binary unit, exactly: w_e = m[e] 2^(*k)
+ * (every double is an integer times a power of two), k the smallest
+ * exponent of a positive load (each load's 53-bit mantissa), m[e] = 0 for
+ * a zero load. False when the loads span more than max_shift binary
+ * orders (some m[e] would need more than 53 + max_shift bits). The exact
+ * searches (exact-bb.c, exact-split.c, exact-balance.c) scale these by
+ * their own denominators. */
+bool pl_x_mantissas(const struct pl_prob *prob, int max_shift, pl_u128 *m, int *k);
+
 /* A double b computed from the loads in floating point (sums and quotients
  * of at most S + E terms) lowered by a proven bound on its rounding error,
  * so that a bound valid in exact arithmetic stays valid: b * (1 - (E + S +
