@@ -82,6 +82,64 @@ int mp_replan_read_plan_info(const char *path, const char *phase,
 	return 0;
 }
 
+/* The placement mapping of a plan's phase, of {placement: ...} or the
+ * file itself; NULL for engine maps and lists. */
+static const yaml_node_t *placement_node(struct ld *ld, const yaml_node_t *root, const char *phase)
+{
+	if (root->type != YAML_MAPPING_NODE || ld_has(ld, root, "physical_to_logical_map")) {
+		return NULL;
+	}
+	if (is_plan(ld, root)) {
+		const yaml_node_t *ph = ld_get(ld, root, phase ? phase : "decode");
+		return ph && ph->type == YAML_MAPPING_NODE ? ld_get(ld, ph, "placement") : NULL;
+	}
+	const yaml_node_t *p = ld_get(ld, root, "placement");
+	return p ? p : root;
+}
+
+int mp_map_row_layers(const char *path, const char *phase, uint32_t **ids, uint32_t *n,
+		      struct mp_diags *diags)
+{
+	*ids = NULL;
+	*n = 0;
+	if (ld_is_zip(path)) {
+		return 0; /* SGLang's torch.save map: the engine's rows */
+	}
+	struct ld ld;
+	int rc = ld_open(&ld, path, diags);
+	if (rc) {
+		ld_close(&ld);
+		return rc;
+	}
+	const yaml_node_t *pl = placement_node(&ld, ld_root(&ld), phase);
+	const yaml_node_t *layers = pl && pl->type == YAML_MAPPING_NODE ? ld_get(&ld, pl, "layers") : NULL;
+	size_t rows = layers && layers->type == YAML_SEQUENCE_NODE
+			      ? (size_t)(layers->data.sequence.items.top - layers->data.sequence.items.start)
+			      : 0;
+	uint32_t *v = rows ? malloc(rows * sizeof(*v)) : NULL;
+	if (rows && !v) {
+		ld_close(&ld);
+		return MP_ENOMEM;
+	}
+	for (size_t r = 0; r < rows && v; r++) {
+		const yaml_node_t *item = ld_node(&ld, layers->data.sequence.items.start[r]);
+		const char *s = item->type == YAML_MAPPING_NODE ? ld_scalar(ld_get(&ld, item, "layer")) : NULL;
+		uint64_t id = 0;
+		if (!s || ld_parse_u64(s, &id) != LDQ_OK || id >= MP_MAX_LAYERS) {
+			free(v); /* a row that does not say: none is known */
+			v = NULL;
+		} else {
+			v[r] = (uint32_t)id;
+		}
+	}
+	ld_close(&ld);
+	if (v) {
+		*ids = v;
+		*n = (uint32_t)rows;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ YAML -> doc */
 
 static bool whole_int(const char *s, int64_t *out)

@@ -693,6 +693,53 @@ static void newuser__check_engine_map_against_named_rows(void **state)
 	unlink(plan);
 }
 
+/* check of a moeplan plan against loads naming some of its layers picks
+ * the plan's rows by their `layer`, not by position: the OLMoE plan of
+ * the trace's rows (layers 0, 7, 15: rows 0, 1, 2) against the trace's
+ * last row alone ('# layers: 15') checks row 2 (it said 'invalid input':
+ * row 15 of 3), with the plan's own busiest GPU for that layer. */
+static void newuser__check_plan_rows_by_layer(void **state)
+{
+	(void)state;
+	char plan[64], sub[64];
+	scratch(plan, sizeof(plan), "plan");
+	scratch(sub, sizeof(sub), "loads");
+	const char *trace = src_path("plans/traces/olmoe_github.csv");
+	struct cli_result r = cli_run("place", trace, "--gpus", "8", "--slots", "72", "-o", plan,
+				      "-f", "json", "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *t = cli_slurp(trace);
+	assert_non_null(t);
+	char *last = strrchr(t, '\n');
+	while (last && last > t && last[1] == '\0') { /* the final newline */
+		*last = '\0';
+		last = strrchr(t, '\n');
+	}
+	assert_non_null(last);
+	FILE *f = fopen(sub, "w");
+	assert_non_null(f);
+	fprintf(f, "# layers: 15\n%s\n", last + 1);
+	fclose(f);
+	free(t);
+	r = cli_run("check", plan, "--loads", sub, "-f", "json", "-q", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"n_layers\": 1"));
+	const char *l15 = strstr(r.out, "\"layer\": 15");
+	assert_non_null(l15);
+	char *placed = cli_slurp(plan);
+	assert_non_null(placed);
+	const char *p15 = strstr(placed, "\"layer\": 15");
+	assert_non_null(p15);
+	double want = strtod(strstr(p15, "\"max_load\": ") + strlen("\"max_load\": "), NULL);
+	double got = strtod(strstr(l15, "\"max_load\": ") + strlen("\"max_load\": "), NULL);
+	assert_true(want > 0 && fabs(want - got) <= 1e-9 * want);
+	free(placed);
+	cli_result_free(&r);
+	unlink(plan);
+	unlink(sub);
+}
+
 /* The first n whole numbers after key in text (a JSON list of lists of
  * integers: brackets, commas and blanks skipped); 0 on success. */
 static int ints_after(const char *text, const char *key, uint32_t *out, size_t n)
@@ -799,6 +846,7 @@ int main(void)
 		cmocka_unit_test(newuser__check_svg_says_what_it_shows),
 		cmocka_unit_test(newuser__check_engine_map_against_named_rows),
 		cmocka_unit_test(newuser__replan_engine_map_against_named_rows),
+		cmocka_unit_test(newuser__check_plan_rows_by_layer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -228,6 +228,16 @@ struct mp_replan_plan_info {
 MP_EXPORT int mp_replan_read_plan_info(const char *path, const char *phase,
 			     struct mp_replan_plan_info *out, struct mp_diags *diags);
 
+/** The hidden layer of each row of the map file at path, as a moeplan
+ * plan (the phase's, default decode), `{placement: ...}` or placement
+ * records it (`layers[].layer`, README "Layer identity"), in row order:
+ * *ids a heap array of *n (the caller frees it). Engine maps, bare lists
+ * and files whose every row does not say get *ids NULL, *n 0 (an SGLang
+ * map's row r is hidden layer r). Returns 0, MP_EIO, MP_EINVAL (not
+ * YAML/JSON) or MP_ENOMEM. Implemented in src/loader-replan.c. */
+MP_EXPORT int mp_map_row_layers(const char *path, const char *phase, uint32_t **ids, uint32_t *n,
+				struct mp_diags *diags);
+
 /** One change to a plan's phase: set `key` to a copy of value (appended
  * after the phase's keys when absent), or remove it when value is NULL. */
 struct mp_replan_edit {

@@ -339,6 +339,14 @@ bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *l
  * MP_EINVAL (an id beyond the map) or MP_ENOMEM; out unchanged on error. */
 int cli_map_select_rows(const struct mp_placement *map, const uint32_t *ids, uint32_t n,
 			struct mp_placement *out);
+/** The rows of map (read from path, phase as mp_load_map) that the loads'
+ * named layers are: by the file's own row layers when it records them (a
+ * moeplan plan or placement: mp_map_row_layers), else row r = hidden layer
+ * r (an engine map). *rows: heap [loads->n_layers] (caller frees). Returns
+ * 0, MP_EINVAL (a layer the map does not hold: said on stderr, naming
+ * loads_path), MP_EIO or MP_ENOMEM. */
+int cli_map_rows_for(const char *path, const char *phase, const struct mp_placement *map,
+		     const char *loads_path, const struct mp_loads *loads, uint32_t **rows);
 /** Write rows (row r to map's row ids[r]; slot_expert and replicas) back
  * into map. Returns 0 or MP_EINVAL (another shape, an id beyond the map). */
 int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct mp_placement *rows);

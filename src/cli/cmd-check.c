@@ -356,12 +356,20 @@ int cmd_check(int argc, char **argv)
 			}
 			goto out;
 		}
-		/* An engine map has a row per hidden layer; loads whose rows name
-		 * their layers (a '# layers:' line, a layer column) check those. */
+		/* Loads whose rows name their layers (a '# layers:' line, a layer
+		 * column) check those rows: an engine map's row r is hidden layer
+		 * r, a plan's rows say their layer. */
 		if (cli_map_rows_named(&map, &loads) && loads.n_experts == map.n_experts) {
-			rc = cli_map_select_rows(&map, loads.layer_ids, loads.n_layers, &map);
+			uint32_t *rows = NULL;
+			rc = cli_map_rows_for(a.plan, a.phase, &map, a.loads, &loads, &rows);
+			if (rc == 0) {
+				rc = cli_map_select_rows(&map, rows, loads.n_layers, &map);
+			}
+			free(rows);
 			if (rc != 0) {
-				cli_error("%s: %s", a.plan, mp_strerror(rc));
+				if (rc != MP_EINVAL) {
+					cli_error("%s: %s", a.plan, mp_strerror(rc));
+				}
 				goto out;
 			}
 		}

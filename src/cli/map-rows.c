@@ -4,8 +4,10 @@
  * rows written back into the whole map. check and replan share them. */
 #include "cli.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "moeplan/replan.h"
 #include "moeplan/traffic.h"
 
 bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *loads)
@@ -55,5 +57,48 @@ int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct
 		memcpy(to->slot_expert, rows->layers[r].slot_expert, slots * sizeof(*to->slot_expert));
 		memcpy(to->replicas, rows->layers[r].replicas, map->n_experts * sizeof(*to->replicas));
 	}
+	return 0;
+}
+
+int cli_map_rows_for(const char *path, const char *phase, const struct mp_placement *map,
+		     const char *loads_path, const struct mp_loads *loads, uint32_t **rows)
+{
+	*rows = NULL;
+	uint32_t *own = NULL;
+	uint32_t n_own = 0;
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	int rc = mp_map_row_layers(path, phase, &own, &n_own, &diags);
+	cli_print_diags(&diags);
+	mp_diags_finish(&diags);
+	if (rc) {
+		return rc;
+	}
+	bool by_id = own && n_own == map->n_layers; /* else row r is hidden layer r */
+	uint32_t *v = malloc((size_t)loads->n_layers * sizeof(*v));
+	if (!v) {
+		free(own);
+		return MP_ENOMEM;
+	}
+	for (uint32_t r = 0; r < loads->n_layers && rc == 0; r++) {
+		uint32_t id = loads->layer_ids[r];
+		uint32_t row = by_id ? n_own : id;
+		for (uint32_t k = 0; by_id && k < n_own; k++) {
+			row = own[k] == id ? k : row;
+		}
+		if (row >= map->n_layers) {
+			cli_error("%s names layer %u, but %s %s", loads_path, id, path,
+				  by_id ? "places no such layer (see its layers[].layer)"
+					: "has no row for it (an engine map's row r is hidden layer r)");
+			rc = MP_EINVAL;
+		}
+		v[r] = row;
+	}
+	free(own);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*rows = v;
 	return 0;
 }
