@@ -5,6 +5,8 @@
  *   exact-bb.c    an exact branch and bound over replica counts and GPU
  *                 assignments, in scaled integers, that proves a layer's
  *                 optimum or improves its plan within a counted budget
+ *   exact-config.c an exact search over replica-count vectors and multisets
+ *                 of GPU contents, for layers with few experts
  *
  * A GPU's load is a sum of rationals w_e / r_e where each w_e is a double
  * (a dyadic rational m * 2^k). exact-eval.c compares two such sums in long
@@ -83,6 +85,28 @@ enum pl_bb_result {
  * PL_BB_PROVEN means no plan has a busiest GPU below best's. */
 enum pl_bb_result pl_bb_solve(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_nodes,
 			      uint64_t *nodes_out);
+
+/* --- exact search over GPU contents (exact-config.c) --- */
+
+/* True when the layer's GPU contents (sets of S distinct experts) are few
+ * enough for pl_xcfg_solve: C(E, S) <= 4096, E <= 24, G <= 255. */
+bool pl_xcfg_fits(const struct pl_prob *prob);
+
+/* Steps pl_xcfg_solve gets on this layer (effort scales it); 0 where it
+ * does not run: the layer does not fit, or its replica-count vectors are
+ * too many for the search to finish (C(N - 1, E - 1) above 1e8). */
+uint64_t pl_xcfg_budget(const struct pl_prob *prob, double effort);
+
+/* Search for a plan exactly better than best (a valid duplicate-free
+ * plan) over every replica-count vector and every multiset of G contents
+ * that realises it; best is replaced (through pl_x_accept) by every
+ * better plan found. Stops after max_work counted steps (vector nodes,
+ * contents listed, search nodes); *work_out gets the steps used.
+ * PL_BB_PROVEN: no plan has a busiest GPU below best's (best is optimal).
+ * PL_BB_SKIPPED: the layer does not fit (pl_xcfg_fits, or its loads do not
+ * scale to 110-bit integers). */
+enum pl_bb_result pl_xcfg_solve(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_work,
+				uint64_t *work_out);
 
 /* --- exact balancing (exact-balance.c) --- */
 

@@ -56,6 +56,9 @@ static const char M_HEUR_TL[] = "heuristic, time limit";
 static const char M_ENUM_TL[] = "heuristic; time limit in replica-count enumeration";
 static const char M_TOL[] = "heuristic and bounds within 1e-6 of each other; not proven exactly";
 static const char M_BB[] = "exact branch and bound over replica counts and packings, optimal";
+static const char M_XCFG[] = "exact search over replica counts and GPU contents, optimal";
+static const char M_XCFG_IMPROVED[] =
+	"exact search over replica counts and GPU contents improved the plan; its work budget ran out";
 static const char M_WEIGHTED[] = "weighted split: glpk lp over the even-split plan";
 static const char M_WEIGHTED_TOL[] =
 	"weighted split: glpk lp over the even-split plan, within 1e-6 of its bound; not proven exactly";
@@ -383,6 +386,33 @@ static int stage_exact(struct layer_search *ls)
 	return STAGE_DONE;
 }
 
+/* Stage 3b: few experts (exact-config.c): the exact search over replica
+ * counts and GPU contents, where its budget allows; it may improve the
+ * plan and prove it. */
+static int stage_contents(struct layer_search *ls)
+{
+	uint64_t budget = pl_xcfg_budget(&ls->prob, ls->opts->effort);
+	if (ls->proven || ls->work.timed_out || budget == 0 || !(ls->best.max > 0)
+	    || gap_of(ls) <= ls->opts->target_gap) {
+		return 0;
+	}
+	uint64_t used = 0;
+	double before = ls->best.max;
+	enum pl_bb_result r = pl_xcfg_solve(&ls->prob, &ls->best, budget, &used);
+	if (r == PL_BB_NOMEM) {
+		return MP_ENOMEM;
+	}
+	if (r == PL_BB_PROVEN) {
+		ls->proven = true;
+		ls->status = MP_PLACE_OPTIMAL;
+		ls->method = M_XCFG;
+		ls->lb = ls->best.max;
+	} else if (ls->best.max < before) {
+		ls->method = M_XCFG_IMPROVED;
+	}
+	return 0;
+}
+
 /* Stage 4: what may be claimed (exact-settle.c): optimal only on an exact
  * proof (exactly balanced, or the branch and bound, which runs here on
  * layers it has not yet searched); otherwise the bound is lowered by its
@@ -672,6 +702,9 @@ int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 	}
 	if (rc == 0) {
 		rc = stage_close_gap(&ls);
+	}
+	if (rc == 0) {
+		rc = stage_contents(&ls);
 	}
 	if (rc == 0) {
 		rc = stage_settle(&ls);
