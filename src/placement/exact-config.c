@@ -52,7 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-__extension__ typedef unsigned __int128 u128;
+typedef pl_u128 u128;
 
 /* Shapes the search takes: counts fit one byte in the memo keys, and a
  * vector's contents are listed one by one. */
@@ -119,21 +119,9 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
 	return a;
 }
 
-/* w = m 2^k with m odd (w > 0 finite double). */
-static void odd_mantissa(double w, uint64_t *m, int *k)
-{
-	int ex;
-	double f = frexp(w, &ex);
-	*m = (uint64_t)ldexp(f, 53);
-	*k = ex - 53;
-	while ((*m & 1u) == 0) {
-		*m >>= 1;
-		(*k)++;
-	}
-}
-
-/* wd[e] = M_e D by expert id, *total their sum; false when it does not
- * fit 110 bits (so that G T and sums of S replicas stay in 128). */
+/* wd[e] = M_e D by expert id (pl_x_mantissas, less their common power of
+ * two), *total their sum; false when it does not fit 110 bits (so that
+ * G T and sums of S replicas stay within 128). */
 static bool xc_scale(const struct pl_prob *prob, uint32_t rmax, u128 *wd, u128 *total)
 {
 	uint64_t d = 1;
@@ -144,32 +132,26 @@ static bool xc_scale(const struct pl_prob *prob, uint32_t rmax, u128 *wd, u128 *
 		}
 		d *= q;
 	}
-	int kmin = INT32_MAX;
+	int k;
+	if (!pl_x_mantissas(prob, 44, wd, &k)) {
+		return false;
+	}
+	u128 all = 0;
 	for (uint32_t e = 0; e < prob->E; e++) {
-		if (prob->w[e] > 0) {
-			uint64_t m;
-			int k;
-			odd_mantissa(prob->w[e], &m, &k);
-			kmin = k < kmin ? k : kmin;
+		all |= wd[e];
+	}
+	while (all != 0 && (all & 1u) == 0) {
+		all >>= 1;
+		for (uint32_t e = 0; e < prob->E; e++) {
+			wd[e] >>= 1;
 		}
 	}
 	*total = 0;
 	for (uint32_t e = 0; e < prob->E; e++) {
-		wd[e] = 0;
-		if (!(prob->w[e] > 0)) {
-			continue;
-		}
-		uint64_t m;
-		int k;
-		odd_mantissa(prob->w[e], &m, &k);
-		if (k - kmin > 44) {
+		if (wd[e] > ((u128)1 << 110) / d) {
 			return false;
 		}
-		u128 mm = (u128)m << (k - kmin); /* below 2^97 */
-		if (mm > ((u128)1 << 110) / d) {
-			return false;
-		}
-		wd[e] = mm * d;
+		wd[e] *= d;
 		*total += wd[e];
 		if (*total > ((u128)1 << 110)) {
 			return false;

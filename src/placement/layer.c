@@ -386,13 +386,16 @@ static int stage_exact(struct layer_search *ls)
 	return STAGE_DONE;
 }
 
-/* Stage 3b: few experts (exact-config.c): the exact search over replica
- * counts and GPU contents, where its budget allows; it may improve the
- * plan and prove it. */
+/* Stage 3b: layers beyond the packing MIP with few experts
+ * (exact-config.c): the exact search over replica counts and GPU contents,
+ * where its budget allows; it may improve the plan and prove it. (Smaller
+ * layers have the branch and bound and GLPK; a plan that met its bound
+ * within the tolerances is left to stage_settle.) */
 static int stage_contents(struct layer_search *ls)
 {
 	uint64_t budget = pl_xcfg_budget(&ls->prob, ls->opts->effort);
-	if (ls->proven || ls->work.timed_out || budget == 0 || !(ls->best.max > 0)
+	if (ls->proven || ls->status == MP_PLACE_OPTIMAL || ls->work.timed_out || budget == 0
+	    || ls->prob.N <= PL_MIP_MAX_ITEMS || !(ls->best.max > 0)
 	    || gap_of(ls) <= ls->opts->target_gap) {
 		return 0;
 	}
