@@ -563,6 +563,186 @@ static enum hf_family hf_family_of(struct hf *hf, const char **type_out)
 	return HF_GENERIC;
 }
 
+/* Which layers carry experts (hidden-layer ids into m's moe_layer_ids,
+ * moe_layers, dense_layers): the same tests as the engines' model code
+ * (SGLang python/sglang/srt/models/deepseek_v2.py: layer_id >=
+ * first_k_dense_replace and layer_id % moe_layer_freq == 0; qwen2_moe.py:
+ * not in mlp_only_layers and (layer_id + 1) % decoder_sparse_step == 0;
+ * llama4.py Llama4DecoderLayer._is_moe_layer: (layer_id + 1) %
+ * interleave_moe_layer_step == 0). False when out of memory (reported). */
+static bool hf_moe_layers(struct hf *hf, enum hf_family family, uint32_t layers, struct mp_model *m)
+{
+	struct ld *ld = hf->ld;
+	uint32_t first_dense = 0;
+	uint32_t freq = 1;
+	uint32_t step = 1;
+	const yaml_node_t *mlp_only = NULL;
+	if (family == HF_DEEPSEEK) {
+		hf_u32(hf, "first_k_dense_replace", false, 0, MP_MAX_LAYERS, &first_dense);
+		hf_u32(hf, "moe_layer_freq", false, 1, MP_MAX_LAYERS, &freq);
+	} else if (family == HF_QWEN_MOE) {
+		hf_u32(hf, "decoder_sparse_step", false, 1, MP_MAX_LAYERS, &step);
+		mlp_only = hf_value(hf, "mlp_only_layers");
+	} else if (family == HF_LLAMA4) {
+		hf_u32(hf, "interleave_moe_layer_step", false, 1, MP_MAX_LAYERS, &step);
+	}
+	uint32_t *moe_ids = calloc(layers ? layers : 1, sizeof(*moe_ids));
+	if (!moe_ids) {
+		ld_fail(ld, MP_ENOMEM);
+		return false;
+	}
+	uint32_t moe_layers = 0;
+	for (uint32_t i = 0; i < layers; i++) {
+		bool moe = i >= first_dense && i % freq == 0 && (i + 1) % step == 0 &&
+			   !hf_list_has(hf, mlp_only, i);
+		if (moe) {
+			moe_ids[moe_layers++] = i;
+		}
+	}
+	if (layers && moe_layers == 0) {
+		ld_error(ld, hf->root, "the config has no MoE layer (%u layers, all dense)", layers);
+	}
+	m->moe_layers = moe_layers;
+	m->dense_layers = layers - moe_layers;
+	if (moe_layers > 0 && mp_model_set_moe_layer_ids(m, moe_ids) != 0) {
+		ld_fail(ld, MP_ENOMEM);
+	}
+	free(moe_ids);
+	return true;
+}
+
+/* Shared experts: DeepSeek's n_shared_experts of the routed shape,
+ * Qwen's one shared MLP of shared_expert_intermediate_size, Llama 4's one
+ * of the routed shape (Llama4TextMoe.shared_expert). */
+static void hf_shared_experts(struct hf *hf, enum hf_family family, struct mp_model *m)
+{
+	if (family == HF_DEEPSEEK) {
+		hf_u32(hf, "n_shared_experts", false, 0, MAX_SHARED_EXPERTS, &m->shared_experts);
+		m->shared_expert_intermediate_size = m->shared_experts ? m->expert_intermediate_size : 0;
+	} else if (family == HF_QWEN_MOE || hf_value(hf, "shared_expert_intermediate_size")) {
+		uint32_t si = 0;
+		hf_u32(hf, "shared_expert_intermediate_size", false, 0, MAX_INTERMEDIATE, &si);
+		m->shared_experts = si ? 1 : 0;
+		m->shared_expert_intermediate_size = si;
+	} else if (family == HF_LLAMA4) {
+		/* Llama 4: every MoE layer has one shared expert of the
+		 * routed experts' shape (Llama4TextMoe.shared_expert). */
+		m->shared_experts = 1;
+		m->shared_expert_intermediate_size = m->expert_intermediate_size;
+	}
+}
+
+/* Attention and KV cache into m->attention (MLA with kv_lora_rank, else
+ * GQA with its sliding windows); returns the attention parameters of one
+ * layer. */
+static double hf_attention(struct hf *hf, enum hf_family family, uint32_t layers, struct mp_model *m)
+{
+	const uint32_t h = m->hidden_size;
+	uint32_t heads = 0;
+	hf_u32(hf, "num_attention_heads", true, 1, MP_MAX_EXPERTS, &heads);
+	m->attention.heads = heads;
+	double attn_params = 0.0;
+	m->attention.kv_layers = layers;
+	if (hf_value(hf, "kv_lora_rank")) {
+		uint32_t q_lora = 0;
+		uint32_t nope = 0;
+		uint32_t v_dim = 0;
+		m->attention.kind = MP_ATTENTION_MLA;
+		hf_u32(hf, "kv_lora_rank", true, 1, MAX_HIDDEN, &m->attention.kv_lora_rank);
+		hf_u32(hf, "qk_rope_head_dim", true, 0, MAX_HIDDEN, &m->attention.rope_dim);
+		hf_u32(hf, "qk_nope_head_dim", true, 0, MAX_HIDDEN, &nope);
+		hf_u32(hf, "v_head_dim", true, 1, MAX_HIDDEN, &v_dim);
+		hf_u32(hf, "q_lora_rank", false, 1, MAX_HIDDEN, &q_lora);
+		m->attention.qk_nope_dim = nope;
+		m->attention.v_head_dim = v_dim;
+		const double qk = (double)nope + m->attention.rope_dim;
+		const double dh = h;
+		const double q = q_lora ? dh * q_lora + (double)q_lora * heads * qk : dh * heads * qk;
+		const double kv = dh * ((double)m->attention.kv_lora_rank + m->attention.rope_dim) +
+				  (double)m->attention.kv_lora_rank * heads * (nope + (double)v_dim);
+		attn_params = q + kv + (double)heads * v_dim * dh;
+	} else {
+		uint32_t kv_heads = heads;
+		uint32_t head_dim = heads ? h / heads : 0;
+		m->attention.kind = MP_ATTENTION_GQA;
+		hf_u32(hf, "num_key_value_heads", false, 1, MP_MAX_EXPERTS, &kv_heads);
+		hf_u32(hf, "head_dim", false, 1, MAX_HIDDEN, &head_dim);
+		m->attention.kv_heads = kv_heads;
+		m->attention.head_dim = head_dim;
+		const double dh = h;
+		attn_params = dh * heads * head_dim + 2.0 * dh * kv_heads * head_dim +
+			      (double)heads * head_dim * dh;
+		const yaml_node_t *layer_types = hf_value(hf, "layer_types");
+		uint32_t window = 0;
+		if (family == HF_LLAMA4 && hf_value(hf, "attention_chunk_size")) {
+			/* iRoPE: chunked local attention except every
+			 * no_rope_layer_interval-th (default 4) global layer;
+			 * a chunked layer keeps at most one chunk. */
+			uint32_t interval = 4;
+			hf_u32(hf, "attention_chunk_size", false, 1, UINT32_MAX, &window);
+			hf_u32(hf, "no_rope_layer_interval", false, 1, MP_MAX_LAYERS, &interval);
+			m->attention.sliding_window = window;
+			m->attention.sliding_layers = layers - layers / interval;
+		} else if (hf_value(hf, "sliding_window") && layer_types) {
+			hf_u32(hf, "sliding_window", false, 1, UINT32_MAX, &window);
+			m->attention.sliding_window = window;
+			m->attention.sliding_layers = hf_count(hf, layer_types, "sliding_attention");
+		} else if (hf_value(hf, "sliding_window") && family != HF_QWEN_MOE &&
+			   hf_bool(hf, "use_sliding_window", true)) {
+			/* Mistral-style: every layer slides when a window is set. */
+			hf_u32(hf, "sliding_window", false, 1, UINT32_MAX, &window);
+			m->attention.sliding_window = window;
+			m->attention.sliding_layers = layers;
+		}
+		if (m->attention.sliding_layers > layers) {
+			m->attention.sliding_layers = layers;
+		}
+	}
+	return attn_params;
+}
+
+/* Replicated weights (dense_weight_bytes; vocab_size, tied_embeddings):
+ * attention of every layer and the dense FFN of dense layers in the
+ * linear format (linear_bits per weight), the router, input embedding and
+ * (untied) LM head in BF16. */
+static void hf_replicated_weights(struct hf *hf, struct mp_model *m, double attn_params,
+				  uint32_t dense_i, uint32_t layers, double linear_bits)
+{
+	uint32_t vocab = 0;
+	hf_u32(hf, "vocab_size", true, 1, UINT32_MAX, &vocab);
+	const bool tied = hf_bool(hf, "tie_word_embeddings", false);
+	m->vocab_size = vocab;
+	m->tied_embeddings = tied;
+	const double dh = m->hidden_size;
+	const double linear = attn_params * layers +
+			      (double)m->matrices_per_expert * dh * dense_i * m->dense_layers;
+	const double bf16 = dh * m->routed_experts * m->moe_layers + (tied ? 1.0 : 2.0) * vocab * dh;
+	m->dense_weight_bytes = (uint64_t)llround(linear * linear_bits / 8.0 + bf16 * 2.0);
+}
+
+/* DeepSeek multi-token prediction layers, used as the speculative
+ * drafter: one MoE layer each, with its own attention, an eh_proj of
+ * 2h x h, a shared expert and a router (V3 report section 2.2). */
+static void hf_mtp_drafter(struct hf *hf, struct mp_model *m, double attn_params, double linear_bits)
+{
+	uint32_t mtp = 0;
+	if (hf_u32(hf, "num_nextn_predict_layers", false, 0, MAX_DRAFTER_STAGES, &mtp) && mtp > 0) {
+		m->drafter.moe_stages = mtp;
+		m->drafter.routed_experts = m->routed_experts;
+		m->drafter.top_k = m->top_k;
+		m->drafter.hidden_size = m->hidden_size;
+		m->drafter.expert_intermediate_size = m->expert_intermediate_size;
+		m->drafter.matrices_per_expert = m->matrices_per_expert;
+		const double dh = m->hidden_size;
+		const double shared = (double)m->matrices_per_expert * dh *
+				      m->shared_expert_intermediate_size * m->shared_experts;
+		const double per_stage = (attn_params + 2.0 * dh * dh) * linear_bits / 8.0 +
+					 shared * mp_format_bits(m->shared_format, m->int4_group_size) / 8.0 +
+					 dh * m->routed_experts * 2.0;
+		m->drafter.other_weight_bytes = (uint64_t)llround(per_stage * mtp);
+	}
+}
+
 /* Read a Hugging Face config.json. Unknown keys are ignored. The weights
  * that are replicated on every GPU (dense_weight_bytes) are estimated from
  * the shapes: attention projections of every layer and the dense FFN of
@@ -638,126 +818,14 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 	}
 	m.hidden_size = h;
 
-	/* Which layers carry experts: the same tests as the engines' model
-	 * code (SGLang python/sglang/srt/models/deepseek_v2.py: layer_id >=
-	 * first_k_dense_replace and layer_id % moe_layer_freq == 0;
-	 * qwen2_moe.py: not in mlp_only_layers and (layer_id + 1) %
-	 * decoder_sparse_step == 0; llama4.py Llama4DecoderLayer._is_moe_layer:
-	 * (layer_id + 1) % interleave_moe_layer_step == 0). */
-	uint32_t first_dense = 0;
-	uint32_t freq = 1;
-	uint32_t step = 1;
-	const yaml_node_t *mlp_only = NULL;
-	if (family == HF_DEEPSEEK) {
-		hf_u32(&hf, "first_k_dense_replace", false, 0, MP_MAX_LAYERS, &first_dense);
-		hf_u32(&hf, "moe_layer_freq", false, 1, MP_MAX_LAYERS, &freq);
-	} else if (family == HF_QWEN_MOE) {
-		hf_u32(&hf, "decoder_sparse_step", false, 1, MP_MAX_LAYERS, &step);
-		mlp_only = hf_value(&hf, "mlp_only_layers");
-	} else if (family == HF_LLAMA4) {
-		hf_u32(&hf, "interleave_moe_layer_step", false, 1, MP_MAX_LAYERS, &step);
-	}
-	uint32_t *moe_ids = calloc(layers ? layers : 1, sizeof(*moe_ids));
-	if (!moe_ids) {
-		ld_fail(ld, MP_ENOMEM);
+	if (!hf_moe_layers(&hf, family, layers, &m)) {
 		mp_model_finish(&m);
 		return;
 	}
-	uint32_t moe_layers = 0;
-	for (uint32_t i = 0; i < layers; i++) {
-		bool moe = i >= first_dense && i % freq == 0 && (i + 1) % step == 0 &&
-			   !hf_list_has(&hf, mlp_only, i);
-		if (moe) {
-			moe_ids[moe_layers++] = i;
-		}
-	}
-	if (layers && moe_layers == 0) {
-		ld_error(ld, node, "the config has no MoE layer (%u layers, all dense)", layers);
-	}
-	m.moe_layers = moe_layers;
-	m.dense_layers = layers - moe_layers;
-	if (moe_layers > 0 && mp_model_set_moe_layer_ids(&m, moe_ids) != 0) {
-		ld_fail(ld, MP_ENOMEM);
-	}
-	free(moe_ids);
 
-	/* Shared experts. */
-	if (family == HF_DEEPSEEK) {
-		hf_u32(&hf, "n_shared_experts", false, 0, MAX_SHARED_EXPERTS, &m.shared_experts);
-		m.shared_expert_intermediate_size = m.shared_experts ? m.expert_intermediate_size : 0;
-	} else if (family == HF_QWEN_MOE || hf_value(&hf, "shared_expert_intermediate_size")) {
-		uint32_t si = 0;
-		hf_u32(&hf, "shared_expert_intermediate_size", false, 0, MAX_INTERMEDIATE, &si);
-		m.shared_experts = si ? 1 : 0;
-		m.shared_expert_intermediate_size = si;
-	} else if (family == HF_LLAMA4) {
-		/* Llama 4: every MoE layer has one shared expert of the
-		 * routed experts' shape (Llama4TextMoe.shared_expert). */
-		m.shared_experts = 1;
-		m.shared_expert_intermediate_size = m.expert_intermediate_size;
-	}
+	hf_shared_experts(&hf, family, &m);
 
-	/* Attention and KV cache. */
-	uint32_t heads = 0;
-	hf_u32(&hf, "num_attention_heads", true, 1, MP_MAX_EXPERTS, &heads);
-	m.attention.heads = heads;
-	double attn_params = 0.0;
-	m.attention.kv_layers = layers;
-	if (hf_value(&hf, "kv_lora_rank")) {
-		uint32_t q_lora = 0;
-		uint32_t nope = 0;
-		uint32_t v_dim = 0;
-		m.attention.kind = MP_ATTENTION_MLA;
-		hf_u32(&hf, "kv_lora_rank", true, 1, MAX_HIDDEN, &m.attention.kv_lora_rank);
-		hf_u32(&hf, "qk_rope_head_dim", true, 0, MAX_HIDDEN, &m.attention.rope_dim);
-		hf_u32(&hf, "qk_nope_head_dim", true, 0, MAX_HIDDEN, &nope);
-		hf_u32(&hf, "v_head_dim", true, 1, MAX_HIDDEN, &v_dim);
-		hf_u32(&hf, "q_lora_rank", false, 1, MAX_HIDDEN, &q_lora);
-		m.attention.qk_nope_dim = nope;
-		m.attention.v_head_dim = v_dim;
-		const double qk = (double)nope + m.attention.rope_dim;
-		const double dh = h;
-		const double q = q_lora ? dh * q_lora + (double)q_lora * heads * qk : dh * heads * qk;
-		const double kv = dh * ((double)m.attention.kv_lora_rank + m.attention.rope_dim) +
-				  (double)m.attention.kv_lora_rank * heads * (nope + (double)v_dim);
-		attn_params = q + kv + (double)heads * v_dim * dh;
-	} else {
-		uint32_t kv_heads = heads;
-		uint32_t head_dim = heads ? h / heads : 0;
-		m.attention.kind = MP_ATTENTION_GQA;
-		hf_u32(&hf, "num_key_value_heads", false, 1, MP_MAX_EXPERTS, &kv_heads);
-		hf_u32(&hf, "head_dim", false, 1, MAX_HIDDEN, &head_dim);
-		m.attention.kv_heads = kv_heads;
-		m.attention.head_dim = head_dim;
-		const double dh = h;
-		attn_params = dh * heads * head_dim + 2.0 * dh * kv_heads * head_dim +
-			      (double)heads * head_dim * dh;
-		const yaml_node_t *layer_types = hf_value(&hf, "layer_types");
-		uint32_t window = 0;
-		if (family == HF_LLAMA4 && hf_value(&hf, "attention_chunk_size")) {
-			/* iRoPE: chunked local attention except every
-			 * no_rope_layer_interval-th (default 4) global layer;
-			 * a chunked layer keeps at most one chunk. */
-			uint32_t interval = 4;
-			hf_u32(&hf, "attention_chunk_size", false, 1, UINT32_MAX, &window);
-			hf_u32(&hf, "no_rope_layer_interval", false, 1, MP_MAX_LAYERS, &interval);
-			m.attention.sliding_window = window;
-			m.attention.sliding_layers = layers - layers / interval;
-		} else if (hf_value(&hf, "sliding_window") && layer_types) {
-			hf_u32(&hf, "sliding_window", false, 1, UINT32_MAX, &window);
-			m.attention.sliding_window = window;
-			m.attention.sliding_layers = hf_count(&hf, layer_types, "sliding_attention");
-		} else if (hf_value(&hf, "sliding_window") && family != HF_QWEN_MOE &&
-			   hf_bool(&hf, "use_sliding_window", true)) {
-			/* Mistral-style: every layer slides when a window is set. */
-			hf_u32(&hf, "sliding_window", false, 1, UINT32_MAX, &window);
-			m.attention.sliding_window = window;
-			m.attention.sliding_layers = layers;
-		}
-		if (m.attention.sliding_layers > layers) {
-			m.attention.sliding_layers = layers;
-		}
-	}
+	const double attn_params = hf_attention(&hf, family, layers, &m);
 
 	/* Group-limited routing (DeepSeek-V3: 8 groups, top 4). */
 	uint32_t n_group = 0;
@@ -772,36 +840,9 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 	const double linear_bits = hf_formats(&hf, &m);
 	m.kv_bytes_per_token = mp_model_kv_bytes_per_token(&m);
 
-	/* Replicated weights. */
-	uint32_t vocab = 0;
-	hf_u32(&hf, "vocab_size", true, 1, UINT32_MAX, &vocab);
-	const bool tied = hf_bool(&hf, "tie_word_embeddings", false);
-	m.vocab_size = vocab;
-	m.tied_embeddings = tied;
-	const double dh = h;
-	const double linear = attn_params * layers +
-			      (double)m.matrices_per_expert * dh * dense_i * m.dense_layers;
-	const double bf16 = dh * m.routed_experts * m.moe_layers + (tied ? 1.0 : 2.0) * vocab * dh;
-	m.dense_weight_bytes = (uint64_t)llround(linear * linear_bits / 8.0 + bf16 * 2.0);
-
-	/* DeepSeek multi-token prediction layers, used as the speculative
-	 * drafter: one MoE layer each, with its own attention, an eh_proj
-	 * of 2h x h, a shared expert and a router (V3 report section 2.2). */
-	uint32_t mtp = 0;
-	if (family == HF_DEEPSEEK && hf_u32(&hf, "num_nextn_predict_layers", false, 0,
-					     MAX_DRAFTER_STAGES, &mtp) && mtp > 0) {
-		m.drafter.moe_stages = mtp;
-		m.drafter.routed_experts = m.routed_experts;
-		m.drafter.top_k = m.top_k;
-		m.drafter.hidden_size = h;
-		m.drafter.expert_intermediate_size = m.expert_intermediate_size;
-		m.drafter.matrices_per_expert = m.matrices_per_expert;
-		const double shared = (double)m.matrices_per_expert * dh *
-				      m.shared_expert_intermediate_size * m.shared_experts;
-		const double per_stage = (attn_params + 2.0 * dh * dh) * linear_bits / 8.0 +
-					 shared * mp_format_bits(m.shared_format, m.int4_group_size) / 8.0 +
-					 dh * m.routed_experts * 2.0;
-		m.drafter.other_weight_bytes = (uint64_t)llround(per_stage * mtp);
+	hf_replicated_weights(&hf, &m, attn_params, dense_i, layers, linear_bits);
+	if (family == HF_DEEPSEEK) {
+		hf_mtp_drafter(&hf, &m, attn_params, linear_bits);
 	}
 
 	if (ld->errors != errors_before) {
