@@ -317,11 +317,11 @@ static bool resolve_budget(const char *text, uint64_t all_slots, uint64_t *out)
 
 /* An engine map (a row per hidden layer) re-planned on the rows the loads
  * name (README "Layer identity"), as check does: full is the whole map
- * and ids[r] the map's row (hidden layer) of re-planned row r; ids NULL
- * when every row is re-planned. */
+ * and ids[r] (owned) the map's row (hidden layer) of re-planned row r; ids
+ * NULL when every row is re-planned. */
 struct rows {
 	struct mp_placement full;
-	const uint32_t *ids;
+	uint32_t *ids;
 };
 
 static uint32_t row_layer(const struct rows *rows, uint32_t r)
@@ -349,11 +349,54 @@ static int select_rows(const struct replan_args *a, const struct mp_replan_plan_
 				    "the loads name layer %u, but %s has %u rows (one per hidden layer)",
 				    raw->layer_ids[raw->n_layers - 1], a->plan, cur->n_layers);
 	}
+	uint32_t *ids = rc == 0 ? malloc((size_t)raw->n_layers * sizeof(*ids)) : NULL;
+	if (rc == 0 && !ids) {
+		mp_placement_finish(&sub);
+		return MP_ENOMEM;
+	}
 	if (rc == 0) {
+		memcpy(ids, raw->layer_ids, (size_t)raw->n_layers * sizeof(*ids));
 		rows->full = *cur;
 		*cur = sub;
-		rows->ids = raw->layer_ids;
+		rows->ids = ids;
 	}
+	return rc;
+}
+
+/* The inputs: the current map (cur, only the rows the loads name when it
+ * is an engine map: rows), what the file says besides (info), and the
+ * loads per logical expert (per-slot counts folded through cur). Returns
+ * 0 or an MP_ code (reported in diags). */
+static int load_inputs(const struct replan_args *a, struct mp_placement *cur,
+		       struct mp_replan_plan_info *info, struct rows *rows, struct mp_loads *loads,
+		       struct mp_diags *diags)
+{
+	struct mp_loads raw;
+	mp_loads_init(&raw);
+	int rc = mp_load_map(a->plan, a->phase, a->gpus, cur, diags);
+	if (rc == 0) {
+		rc = mp_replan_read_plan_info(a->plan, a->phase, info, diags);
+	}
+	if (rc == 0) {
+		rc = mp_load_loads(a->loads, &raw, diags);
+	}
+	if (rc == 0) {
+		rc = select_rows(a, info, cur, &raw, rows, diags);
+	}
+	uint32_t N = cur->gpus * cur->slots_per_gpu;
+	if (rc) {
+		/* reported */
+	} else if (a->slot_counts || (raw.n_experts == N && N != cur->n_experts)) {
+		rc = mp_replan_fold_slot_counts(cur, &raw, loads, diags);
+	} else if (raw.n_experts != cur->n_experts || raw.n_layers != cur->n_layers) {
+		rc = mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL,
+				  "%u layers x %u columns, but %s has %u layers x %u experts (%u slots)",
+				  raw.n_layers, raw.n_experts, a->plan, cur->n_layers, cur->n_experts, N);
+	} else {
+		*loads = raw;
+		mp_loads_init(&raw);
+	}
+	mp_loads_finish(&raw);
 	return rc;
 }
 
@@ -683,8 +726,6 @@ int cmd_replan(int argc, char **argv)
 	mp_diags_init(&diags);
 	struct mp_placement cur;
 	mp_placement_init(&cur);
-	struct mp_loads raw;
-	mp_loads_init(&raw);
 	struct mp_loads loads;
 	mp_loads_init(&loads);
 	struct mp_replan r;
@@ -697,34 +738,11 @@ int cmd_replan(int argc, char **argv)
 	struct cli_layers layers = {0};
 	status = EXIT_INPUT;
 
-	int rc = mp_load_map(a.plan, a.phase, a.gpus, &cur, &diags);
-	if (rc == 0) {
-		rc = mp_replan_read_plan_info(a.plan, a.phase, &info, &diags);
-	}
-	if (rc == 0) {
-		rc = mp_load_loads(a.loads, &raw, &diags);
-	}
-	if (rc == 0) {
-		rc = select_rows(&a, &info, &cur, &raw, &rows, &diags);
-	}
+	int rc = load_inputs(&a, &cur, &info, &rows, &loads, &diags);
 	if (rc) {
 		goto out;
 	}
 	uint32_t N = cur.gpus * cur.slots_per_gpu;
-	bool fold = a.slot_counts || (raw.n_experts == N && N != cur.n_experts);
-	if (fold) {
-		rc = mp_replan_fold_slot_counts(&cur, &raw, &loads, &diags);
-	} else if (raw.n_experts != cur.n_experts || raw.n_layers != cur.n_layers) {
-		rc = mp_diags_add(&diags, a.loads, 0, 0, MP_EINVAL,
-				  "%u layers x %u columns, but %s has %u layers x %u experts (%u slots)",
-				  raw.n_layers, raw.n_experts, a.plan, cur.n_layers, cur.n_experts, N);
-	} else {
-		loads = raw;
-		mp_loads_init(&raw);
-	}
-	if (rc) {
-		goto out;
-	}
 	status = resolve_transfer(&a, &info);
 	if (status != EXIT_OK) {
 		goto out;
@@ -828,10 +846,10 @@ out:
 	mp_doc_destroy(doc);
 	cli_layers_finish(&layers);
 	mp_replan_finish(&r);
-	mp_loads_finish(&raw);
 	mp_loads_finish(&loads);
 	mp_placement_finish(&cur);
 	mp_placement_finish(&rows.full);
+	free(rows.ids);
 	mp_diags_finish(&diags);
 	return status;
 }
