@@ -532,28 +532,33 @@ static void contents_random_instances(void **state)
 	assert_true(small_proofs > 0 && small_proofs < total);
 }
 
-/* Mixtral-8x7B, c4, layers 0 and 1 (plans/traces/mixtral8x7b_c4.csv) on
- * 16 GPUs x 3 slots: the benchmark's "mixtral c4 48/EP16 (3/GPU)". The
- * optima, 3139487/120 = 26162.391666... and 209061/8 = 26132.625, come
- * from an independent exhaustive search in Python (integers, replica loads
+/* Mixtral-8x7B, c4, layers 0, 7 and 15 (plans/traces/mixtral8x7b_c4.csv)
+ * on 16 GPUs x 3 slots: the benchmark's "mixtral c4 48/EP16 (3/GPU)". The
+ * optima, 3139487/120 = 26162.391666..., 209061/8 = 26132.625 and
+ * 1045609/40 = 26140.225, come
+ * from an independent exhaustive search in Python,
+ * tests/bench/exhaustive-opt.py (e.g. `python3 tests/bench/exhaustive-opt.py
+ * 56947,49733,50426,49453,52127,57956,42632,58518 16 3 3139487/120`; integers, replica loads
  * w_e * 720720 / r_e): every replica-count vector with sum 48 and counts in
  * 1..16 passing necessary conditions (at most (k-1) 16 replicas above T/k;
  * at least 16 replicas of at least (W - 15 T) / 3), then a depth-first
  * search over GPU contents of load in (W - 15 T, T) with a memo; it found
- * no plan below these values (4,785,050 vectors searched for layer 0), and
- * the plans below reach them (checked here in integers). Before issue 17's
- * contents search moeplan reported 26255.21 and 26239.33 with bounds
- * 26114.72 and 26112.00. */
+ * no plan below these values (4,785,050, 4,472,577 and 2,897,713 vectors
+ * searched), and the plans below reach them (checked here in integers).
+ * Before issue 17's contents search moeplan reported 26255.21, 26239.33
+ * and 26140.225 (already optimal, not proven) with bounds 26114.72,
+ * 26112.00 and 26112.00. */
 static void regression_mixtral_c4_16x3(void **state)
 {
 	(void)state;
-	static const uint64_t loads[2][8] = {
+	static const uint64_t loads[3][8] = {
 		{ 56947, 49733, 50426, 49453, 52127, 57956, 42632, 58518 },
 		{ 50706, 54716, 51313, 50515, 56215, 49525, 53315, 51487 },
+		{ 47396, 58718, 55366, 32510, 55049, 57385, 57170, 54198 },
 	};
 	/* the optima times L = 720720 = lcm(1..16) */
-	static const uint64_t opt[2] = { 3139487ull * 6006, 209061ull * 90090 };
-	for (int l = 0; l < 2; l++) {
+	static const uint64_t opt[3] = { 3139487ull * 6006, 209061ull * 90090, 1045609ull * 18018 };
+	for (int l = 0; l < 3; l++) {
 		double w[8];
 		for (int e = 0; e < 8; e++) {
 			w[e] = (double)loads[l][e];
