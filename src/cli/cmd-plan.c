@@ -85,7 +85,16 @@ static const char *default_scenario(void)
 	return NULL;
 }
 
-int cmd_plan(int argc, char **argv)
+struct plan_args {
+	const char *path, *output, *svg, *report, *export_format, *export_output;
+	bool json;
+	bool text;         /* the summary instead of the document */
+	bool format_given;
+	struct mp_plan_options opts;
+};
+
+/* The command line into a; returns -1 to go on, else an exit status. */
+static int parse_args(int argc, char **argv, struct plan_args *a)
 {
 	const char *output = NULL;
 	const char *svg = NULL;
@@ -93,7 +102,7 @@ int cmd_plan(int argc, char **argv)
 	const char *export_format = NULL;
 	const char *export_output = NULL;
 	bool json = false;
-	bool text = false;         /* the summary instead of the document */
+	bool text = false;
 	bool format_given = false;
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
@@ -165,6 +174,25 @@ int cmd_plan(int argc, char **argv)
 	if (export_format && !cli_export_name_ok("plan", export_output ? export_output : output)) {
 		return EXIT_USAGE;
 	}
+	*a = (struct plan_args){
+		.path = path, .output = output, .svg = svg, .report = report,
+		.export_format = export_format, .export_output = export_output,
+		.json = json, .text = text, .format_given = format_given, .opts = opts,
+	};
+	return -1;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_args a = {0};
+	int parsed = parse_args(argc, argv, &a);
+	if (parsed >= 0) {
+		return parsed;
+	}
+	const char *path = a.path, *output = a.output, *svg = a.svg, *report = a.report;
+	const char *export_format = a.export_format, *export_output = a.export_output;
+	bool json = a.json, text = a.text;
+	struct mp_plan_options opts = a.opts;
 	/* Every file the run writes, the report's pictures included. */
 	const char *outputs[4 + CLI_REPORT_MAX_FILES] = {output, svg, report, export_output};
 	size_t n_outputs = 4;
@@ -257,7 +285,7 @@ int cmd_plan(int argc, char **argv)
 	/* On a terminal, with no -o, --format or --export, a person reads
 	 * the summary; pipes and files get the document (issue 16 item 8). */
 	struct cli_plan_summary_input summary = {.plan = &plan, .scenario = &scenario, .path = path};
-	if (!format_given && !output && !export_format && isatty(1)) {
+	if (!a.format_given && !output && !export_format && isatty(1)) {
 		text = true;
 	}
 	if (export_format && !export_output) {
