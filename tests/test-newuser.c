@@ -740,6 +740,58 @@ static void newuser__check_plan_rows_by_layer(void **state)
 	unlink(sub);
 }
 
+/* Loads that name their layers are matched to a plan's rows by layer, never
+ * by position, even when they have as many rows as the plan (a new user's
+ * trial: layers 1, 2, 3 were scored and re-planned as the plan's 0, 7, 15),
+ * and a re-planned moeplan plan keeps its rows' layers (it wrote 0, 1, 2). */
+static void newuser__plan_rows_never_by_position(void **state)
+{
+	(void)state;
+	char plan[64], named[64], out[64];
+	scratch(plan, sizeof(plan), "plan");
+	scratch(named, sizeof(named), "loads");
+	scratch(out, sizeof(out), "replan");
+	const char *trace = src_path("plans/traces/olmoe_github.csv");
+	struct cli_result r = cli_run("place", trace, "--gpus", "8", "--slots", "72", "-o", plan,
+				      "-f", "json", "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *t = cli_slurp(trace);
+	assert_non_null(t);
+	FILE *f = fopen(named, "w");
+	assert_non_null(f);
+	fprintf(f, "# layers: 1, 2, 3\n");
+	for (char *line = strtok(t, "\n"); line; line = strtok(NULL, "\n")) {
+		if (line[0] != '#') {
+			fprintf(f, "%s\n", line);
+		}
+	}
+	fclose(f);
+	free(t);
+	r = cli_run("check", plan, "--loads", named, "-q", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "places no such layer"));
+	cli_result_free(&r);
+	unlink(out);
+	r = cli_run("replan", "--plan", plan, "--loads", named, "-o", out, "-q", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "exactly its layers"));
+	cli_result_free(&r);
+	assert_int_equal(access(out, F_OK), -1);
+	r = cli_run("replan", "--plan", plan, "--loads", trace, "-o", out, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *re = cli_slurp(out);
+	assert_non_null(re);
+	/* the placement's rows (YAML, as its input's format) */
+	assert_non_null(strstr(re, "\n- layer: 7\n"));
+	assert_non_null(strstr(re, "\n- layer: 15\n"));
+	free(re);
+	unlink(plan);
+	unlink(named);
+	unlink(out);
+}
+
 /* The first n whole numbers after key in text (a JSON list of lists of
  * integers: brackets, commas and blanks skipped); 0 on success. */
 static int ints_after(const char *text, const char *key, uint32_t *out, size_t n)
@@ -847,6 +899,7 @@ int main(void)
 		cmocka_unit_test(newuser__check_engine_map_against_named_rows),
 		cmocka_unit_test(newuser__replan_engine_map_against_named_rows),
 		cmocka_unit_test(newuser__check_plan_rows_by_layer),
+		cmocka_unit_test(newuser__plan_rows_never_by_position),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

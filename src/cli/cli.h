@@ -330,9 +330,9 @@ int cli_layers_from_model(struct cli_layers *cl, const struct mp_model *model,
 int cli_layers_every_row(struct cli_layers *cl, uint32_t n_rows);
 /* ---- an engine map's rows named by the loads (map-rows.c) ---- */
 
-/** True when loads name their rows' layers (layer_ids) and have fewer rows
- * than map: map's rows are hidden layers (an engine's map) and the loads'
- * are some of them. */
+/** True when loads name their rows' layers (layer_ids) and have no more
+ * rows than map: the loads' rows are some (or all) of map's, matched by
+ * layer (cli_map_rows_for), never by position. */
 bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *loads);
 /** The rows ids[0..n) of map (hidden-layer ids = row indices), in that
  * order, into out (replaced; slot_expert and replicas only). Returns 0,

@@ -322,11 +322,57 @@ static bool resolve_budget(const char *text, uint64_t all_slots, uint64_t *out)
 struct rows {
 	struct mp_placement full;
 	uint32_t *ids;
+	/* a moeplan plan's own layer of each row (layers[].layer), owned;
+	 * NULL for engine maps or when the plan does not say */
+	uint32_t *plan_ids;
 };
 
 static uint32_t row_layer(const struct rows *rows, uint32_t r)
 {
-	return rows->ids ? rows->ids[r] : r;
+	return rows->ids ? rows->ids[r] : rows->plan_ids ? rows->plan_ids[r] : r;
+}
+
+/* The layer ids that name the output's rows (record, placement). */
+static const uint32_t *named_rows(const struct rows *rows)
+{
+	return rows->ids ? rows->ids : rows->plan_ids;
+}
+
+/* A moeplan plan (or placement) re-planned against loads: its rows keep
+ * their layers (layers[].layer, README "Layer identity"), and loads that
+ * name their layers must name exactly the plan's, in its order (else a
+ * row would be re-planned for another layer's loads). Returns 0,
+ * MP_EINVAL (reported) or MP_ENOMEM. */
+static int plan_rows(const struct replan_args *a, const struct mp_replan_plan_info *info,
+		     const struct mp_placement *cur, const struct mp_loads *raw,
+		     struct rows *rows, struct mp_diags *diags)
+{
+	if (info->kind == MP_REPLAN_SOURCE_SGLANG || info->kind == MP_REPLAN_SOURCE_LIST ||
+	    info->kind == MP_REPLAN_SOURCE_VLLM) {
+		return 0;
+	}
+	uint32_t n_own = 0;
+	int rc = mp_map_row_layers(a->plan, a->phase, &rows->plan_ids, &n_own, diags);
+	if (rc == 0 && rows->plan_ids && n_own != cur->n_layers) {
+		free(rows->plan_ids);
+		rows->plan_ids = NULL;
+	}
+	if (rc || !raw->layer_ids) {
+		return rc;
+	}
+	bool same = raw->n_layers == cur->n_layers;
+	for (uint32_t r = 0; same && r < raw->n_layers; r++) {
+		same = raw->layer_ids[r] == row_layer(rows, r);
+	}
+	if (!same) {
+		return mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL,
+				    "the loads name %u layer%s (%u first), but %s places %u (%u first): "
+				    "re-planning a moeplan plan takes loads of exactly its layers, in "
+				    "its order (see its layers[].layer; check can score a subset)",
+				    raw->n_layers, raw->n_layers == 1 ? "" : "s", raw->layer_ids[0],
+				    a->plan, cur->n_layers, row_layer(rows, 0));
+	}
+	return 0;
 }
 
 /* Select the rows when the map's rows are hidden layers (an SGLang map, a
@@ -382,6 +428,9 @@ static int load_inputs(const struct replan_args *a, struct mp_placement *cur,
 	}
 	if (rc == 0) {
 		rc = select_rows(a, info, cur, &raw, rows, diags);
+	}
+	if (rc == 0) {
+		rc = plan_rows(a, info, cur, &raw, rows, diags);
 	}
 	uint32_t N = cur->gpus * cur->slots_per_gpu;
 	if (rc) {
@@ -540,12 +589,12 @@ static int write_pareto_svg(const char *path, const struct mp_replan *r)
 
 /* The new map in the input's own format (or the engine's with --export). */
 static int build_output(const struct replan_args *a, const struct mp_replan_plan_info *info,
-			const struct mp_placement *p, const struct mp_loads *loads,
+			const struct mp_placement *p, const uint32_t *ids, const struct mp_loads *loads,
 			struct mp_doc *record, struct mp_doc **out, struct mp_diags *diags)
 {
 	switch (info->kind) {
 	case MP_REPLAN_SOURCE_PLAN: {
-		struct mp_doc *placement = mp_placement_to_doc(p, NULL);
+		struct mp_doc *placement = mp_placement_to_doc(p, ids);
 		struct mp_doc *factor = NULL;
 		struct mp_doc *time = NULL;
 		if (info->tokens_per_gpu > 0 && info->top_k > 0) {
@@ -575,13 +624,13 @@ static int build_output(const struct replan_args *a, const struct mp_replan_plan
 	}
 	case MP_REPLAN_SOURCE_WRAPPED: {
 		struct mp_doc *d = mp_doc_map();
-		mp_doc_put(d, "placement", mp_placement_to_doc(p, NULL));
+		mp_doc_put(d, "placement", mp_placement_to_doc(p, ids));
 		mp_doc_put(d, "replan", mp_doc_clone(record));
 		*out = d;
 		return mp_doc_failed(d) ? MP_ENOMEM : 0;
 	}
 	case MP_REPLAN_SOURCE_PLACEMENT: {
-		struct mp_doc *d = mp_placement_to_doc(p, NULL);
+		struct mp_doc *d = mp_placement_to_doc(p, ids);
 		mp_doc_put(d, "replan", mp_doc_clone(record));
 		*out = d;
 		return mp_doc_failed(d) ? MP_ENOMEM : 0;
@@ -731,7 +780,7 @@ int cmd_replan(int argc, char **argv)
 	struct mp_replan r;
 	mp_replan_init(&r);
 	struct mp_replan_plan_info info = {0};
-	struct rows rows = {.ids = NULL};
+	struct rows rows = {.ids = NULL, .plan_ids = NULL};
 	mp_placement_init(&rows.full);
 	struct mp_doc *record = NULL;
 	struct mp_doc *doc = NULL;
@@ -768,7 +817,7 @@ int cmd_replan(int argc, char **argv)
 	FILE *rep = report_stream(&a);
 	if (a.pareto) {
 		doc = mp_doc_map();
-		mp_doc_put(doc, "pareto", mp_replan_pareto_doc(&r, rows.ids));
+		mp_doc_put(doc, "pareto", mp_replan_pareto_doc(&r, named_rows(&rows)));
 		cli_report_time_limit("replan", (const struct mp_placement *const[]){&r.after, &r.scratch},
 				      2, a.opts.time_limit_s, doc);
 		if (!cli_quiet) {
@@ -785,7 +834,7 @@ int cmd_replan(int argc, char **argv)
 		status = cli_emit(doc, a.output, a.json);
 		goto out;
 	}
-	record = mp_replan_to_doc(&r, &a.opts, rows.ids);
+	record = mp_replan_to_doc(&r, &a.opts, named_rows(&rows));
 	/* the new map: the whole engine map with the re-planned rows in it */
 	const struct mp_placement *new_map = &r.after;
 	if (rows.ids) {
@@ -809,7 +858,8 @@ int cmd_replan(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		rc = build_output(&a, &info, new_map, &loads, record, &doc, &diags);
+		rc = build_output(&a, &info, new_map, rows.ids ? NULL : rows.plan_ids, &loads, record,
+				  &doc, &diags);
 		if (rc) {
 			goto out;
 		}
@@ -850,6 +900,7 @@ out:
 	mp_placement_finish(&cur);
 	mp_placement_finish(&rows.full);
 	free(rows.ids);
+	free(rows.plan_ids);
 	mp_diags_finish(&diags);
 	return status;
 }

@@ -12,7 +12,7 @@
 
 bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *loads)
 {
-	return loads->layer_ids && loads->n_layers < map->n_layers;
+	return loads->layer_ids && loads->n_layers <= map->n_layers;
 }
 
 int cli_map_select_rows(const struct mp_placement *map, const uint32_t *ids, uint32_t n,
