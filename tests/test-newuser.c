@@ -792,6 +792,59 @@ static void newuser__plan_rows_never_by_position(void **state)
 	unlink(out);
 }
 
+/* Loads naming a dense layer of --model (DeepSeek-V3: layers 0-2 are dense)
+ * with nonzero counts are refused by check and replan (README "Layer
+ * identity": a dense layer's row must be all zero); a zero row is
+ * accepted. A new user's trial: replan re-planned SGLang's row 1. */
+static void newuser__dense_layer_loads_refused(void **state)
+{
+	(void)state;
+	char base[64], moe[80], dense[80], zero[80], map[80], out[80];
+	scratch(base, sizeof(base), "dense");
+	snprintf(moe, sizeof(moe), "%s-moe.csv", base);
+	snprintf(dense, sizeof(dense), "%s-dense.csv", base);
+	snprintf(zero, sizeof(zero), "%s-zero.csv", base);
+	snprintf(map, sizeof(map), "%s-map.json", base);
+	snprintf(out, sizeof(out), "%s-out.json", base);
+	const char *files[] = {moe, dense, zero};
+	const char *heads[] = {"# layers: 3", "# layers: 1", "# layers: 1"};
+	for (int k = 0; k < 3; k++) {
+		FILE *f = fopen(files[k], "w");
+		assert_non_null(f);
+		fprintf(f, "%s\n", heads[k]);
+		for (int e = 0; e < 256; e++) {
+			fprintf(f, "%s%d", e ? "," : "", k == 2 ? 0 : 1 + e % 7);
+		}
+		fprintf(f, "\n");
+		fclose(f);
+	}
+	const char *model = src_path("plans/models/deepseek-v3.yaml");
+	unlink(map);
+	struct cli_result r = cli_run("place", moe, "--model", model, "--gpus", "8", "--slots", "256",
+				      "--export", "sglang", "-o", map, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", map, "--gpus", "8", "--loads", dense, "--model", model, "-q", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "layer 1 is a dense layer"));
+	cli_result_free(&r);
+	unlink(out);
+	r = cli_run("replan", "--plan", map, "--gpus", "8", "--loads", dense, "--model", model, "-o", out,
+		    "-q", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "layer 1 is a dense layer"));
+	cli_result_free(&r);
+	assert_int_equal(access(out, F_OK), -1);
+	r = cli_run("check", map, "--gpus", "8", "--loads", zero, "--model", model, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	for (int k = 0; k < 3; k++) {
+		unlink(files[k]);
+	}
+	unlink(map);
+	unlink(base);
+}
+
 /* The first n whole numbers after key in text (a JSON list of lists of
  * integers: brackets, commas and blanks skipped); 0 on success. */
 static int ints_after(const char *text, const char *key, uint32_t *out, size_t n)
@@ -900,6 +953,7 @@ int main(void)
 		cmocka_unit_test(newuser__replan_engine_map_against_named_rows),
 		cmocka_unit_test(newuser__check_plan_rows_by_layer),
 		cmocka_unit_test(newuser__plan_rows_never_by_position),
+		cmocka_unit_test(newuser__dense_layer_loads_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

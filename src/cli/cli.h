@@ -334,6 +334,14 @@ int cli_layers_every_row(struct cli_layers *cl, uint32_t n_rows);
  * rows than map: the loads' rows are some (or all) of map's, matched by
  * layer (cli_map_rows_for), never by position. */
 bool cli_map_rows_named(const struct mp_placement *map, const struct mp_loads *loads);
+
+/** With a model file (model_path non-NULL) and loads that name their rows'
+ * layers: every row naming a dense layer of the model must be all zero
+ * (README "Layer identity"). Returns 0, MP_EINVAL (added to diags:
+ * "LOADS: error: layer N is a dense layer ...", or the model's own
+ * errors) or MP_ENOMEM. */
+int cli_rows_dense_zero(const char *model_path, const char *loads_path, const struct mp_loads *loads,
+			struct mp_diags *diags);
 /** The rows ids[0..n) of map (hidden-layer ids = row indices), in that
  * order, into out (replaced; slot_expert and replicas only). Returns 0,
  * MP_EINVAL (an id beyond the map) or MP_ENOMEM; out unchanged on error. */

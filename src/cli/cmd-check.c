@@ -359,6 +359,11 @@ int cmd_check(int argc, char **argv)
 		/* Loads whose rows name their layers (a '# layers:' line, a layer
 		 * column) check those rows: an engine map's row r is hidden layer
 		 * r, a plan's rows say their layer. */
+		rc = cli_rows_dense_zero(a.model, a.loads, &loads, &diags);
+		if (rc != 0) {
+			cli_print_diags(&diags);
+			goto out;
+		}
 		if (cli_map_rows_named(&map, &loads) && loads.n_experts == map.n_experts) {
 			uint32_t *rows = NULL;
 			rc = cli_map_rows_for(a.plan, a.phase, &map, a.loads, &loads, &rows);

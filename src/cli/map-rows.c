@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "moeplan/loader.h"
+#include "moeplan/model.h"
 #include "moeplan/replan.h"
 #include "moeplan/traffic.h"
 
@@ -101,4 +103,41 @@ int cli_map_rows_for(const char *path, const char *phase, const struct mp_placem
 	}
 	*rows = v;
 	return 0;
+}
+
+/* True when id is one of model's MoE layers. */
+static bool is_moe_layer(const struct mp_model *model, uint32_t id)
+{
+	for (uint32_t k = 0; k < model->moe_layers; k++) {
+		if (mp_model_moe_layer_id(model, k) == id) {
+			return true;
+		}
+	}
+	return false;
+}
+
+int cli_rows_dense_zero(const char *model_path, const char *loads_path, const struct mp_loads *loads,
+			struct mp_diags *diags)
+{
+	if (!model_path || !loads->layer_ids) {
+		return 0;
+	}
+	struct mp_model model;
+	mp_model_init(&model);
+	int rc = mp_load_model(model_path, &model, diags);
+	for (uint32_t r = 0; rc == 0 && r < loads->n_layers; r++) {
+		const double *row = mp_loads_row(loads, r);
+		double sum = 0.0;
+		for (uint32_t e = 0; e < loads->n_experts; e++) {
+			sum += row[e];
+		}
+		if (sum > 0.0 && !is_moe_layer(&model, loads->layer_ids[r])) {
+			rc = mp_diags_add(diags, loads_path, 0, 0, MP_EINVAL,
+					  "layer %u is a dense layer of %s (README \"Layer identity\": a "
+					  "dense layer's row must be all zero), but its loads add up to %g",
+					  loads->layer_ids[r], model_path, sum);
+		}
+	}
+	mp_model_finish(&model);
+	return rc;
 }
