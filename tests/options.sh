@@ -66,6 +66,48 @@ expect_usage "step prefill --context 0" "error: --context: expected a number > 0
 expect_usage "place --gpus 0x8" "got '0x8'" place "$root/plans/traces/olmoe_github.csv" --gpus 0x8 --slots 72
 expect_usage "step --context 0x10" "got '0x10'" step "${m[@]}" --ep 8 --requests 1 --context 0x10
 
+
+# Error wording: a bad command line says "moeplan CMD: error: ..." on its
+# first line and exits 2; getopt's own messages ("replan: unrecognized
+# option") are replaced by ours; an error the run finds later (a file, an
+# export) names the command too, and exits 1.
+# expect_first "WHAT" RC PREFIX ARGS...: exit RC, stderr's first line starts
+# with PREFIX.
+expect_first() {
+	local what=$1 want_rc=$2 prefix=$3
+	shift 3
+	local err rc
+	err=$("$moeplan" "$@" -q 2>&1 >/dev/null)
+	rc=$?
+	[[ $rc == "$want_rc" ]] || fail "$what: exit $rc, expected $want_rc ($err)"
+	[[ ${err%%$'\n'*} == "$prefix"* ]] || fail "$what: stderr does not start with '$prefix': $err"
+}
+t=$root/plans/traces/olmoe_github.csv
+expect_first "an option given twice" 2 "moeplan step: error: --ep given twice" step --ep 8 --ep 8
+expect_first "--slots not a multiple" 2 "moeplan place: error: --slots 3 is not a multiple of --gpus 16" \
+	place "$t" --gpus 16 --slots 3
+expect_first "unknown long option" 2 "moeplan replan: error: unrecognized option '--x'" replan --x
+expect_first "missing value, long" 2 "moeplan replan: error: option '--plan' needs a value" replan --plan
+expect_first "missing value, short" 2 "moeplan place: error: option '-g' needs a value" place "$t" -g
+expect_first "unknown short option" 2 "moeplan place: error: unrecognized option '-Z'" place "$t" -Z
+expect_first "ambiguous prefix" 2 "moeplan place: error: option '--gpu' is ambiguous" place "$t" --gpu 8
+expect_first "a flag given a value" 2 "moeplan place: error: option '--balance-nodes' takes no value" \
+	place "$t" --gpus 8 --slots 72 --balance-nodes=1
+expect_first "unknown command" 2 "moeplan: error: unknown command 'nosuch'" nosuch
+expect_first "help of an unknown command" 2 "moeplan: error: unknown command 'nosuch'" help nosuch
+expect_first "an export the loads cannot name" 1 "moeplan place: error: cannot export the SGLang map" \
+	place "$t" --gpus 8 --slots 72 --export sglang -o "$tmp/map.json"
+expect_first "a missing input" 1 "$tmp/none.yaml: error: cannot open" plan "$tmp/none.yaml"
+# "Does not fit" is a verdict, exit 1, worded as fit's.
+err=$("$moeplan" search "$root/tests/data/search/scenario.yaml" --no-placement --tpot "0.1 ms" 2>&1 >/dev/null)
+rc=$?
+[[ $rc == 1 && $err == "moeplan search: does not fit: no configuration reaches"* ]] ||
+	fail "search with a TPOT nobody reaches: exit $rc: $err"
+# Unchanged: the help still follows a usage error.
+err=$("$moeplan" replan --x 2>&1)
+[[ $err == *"Try 'moeplan replan --help'."* ]] || fail "replan --x: no help hint: $err"
+[[ $err != *"replan: unrecognized"* ]] || fail "replan --x: getopt's own message too: $err"
+
 if ((fails)); then
 	echo "$fails failure(s)"
 	exit 1

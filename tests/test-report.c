@@ -426,14 +426,14 @@ static void report__write_errors_say_why(void **state)
 		assert_int_equal(r.status, 1);
 		assert_string_equal(r.out, "");
 		char want[400];
-		snprintf(want, sizeof(want), "moeplan: %s: cannot write: Is a directory\n", where);
+		snprintf(want, sizeof(want), "moeplan place: error: %s: cannot write: Is a directory\n", where);
 		assert_string_equal(r.err, want);
 		cli_result_free(&r);
 		r = cli_run("place", loads, "--gpus", "4", "--slots", "16", "-q", "--format", formats[i],
 			    "-o", missing, NULL);
 		assert_int_equal(r.status, 1);
-		snprintf(want, sizeof(want), "moeplan: %s: cannot write: No such file or directory\n",
-			 missing);
+		snprintf(want, sizeof(want),
+			 "moeplan place: error: %s: cannot write: No such file or directory\n", missing);
 		assert_string_equal(r.err, want);
 		cli_result_free(&r);
 	}

@@ -27,7 +27,7 @@ bool cli_parse_u32(const char *cmd, const char *opt, const char *text,
 	/* strtoull skips leading blanks; an option value should not have any */
 	if (errno || end == text || *end != '\0' || strchr(text, '-') || isspace((unsigned char)text[0])
 	    || v < min || v > max) {
-		cli_usage(cmd, "error: --%s: expected a whole number from %u to %u, got '%s'", opt, min,
+		cli_usage(cmd, "--%s: expected a whole number from %u to %u, got '%s'", opt, min,
 			  max, text);
 		return false;
 	}
@@ -53,7 +53,7 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *text,
 {
 	char range[96];
 	if (!parse_real(text, min, false, max, out)) {
-		cli_usage(cmd, "error: --%s: expected a number %s, got '%s'", opt,
+		cli_usage(cmd, "--%s: expected a number %s, got '%s'", opt,
 			  range_text(min, false, max, range, sizeof(range)), text);
 		return false;
 	}
@@ -64,7 +64,7 @@ bool cli_parse_positive(const char *cmd, const char *opt, const char *text, doub
 {
 	char range[96];
 	if (!parse_real(text, 0.0, true, max, out)) {
-		cli_usage(cmd, "error: --%s: expected a number %s, got '%s'", opt,
+		cli_usage(cmd, "--%s: expected a number %s, got '%s'", opt,
 			  range_text(0.0, true, max, range, sizeof(range)), text);
 		return false;
 	}
@@ -81,7 +81,7 @@ bool cli_parse_format(const char *cmd, const char *text, bool *json)
 		*json = true;
 		return true;
 	}
-	cli_usage(cmd, "error: --format: expected 'yaml' or 'json', got '%s'", text);
+	cli_usage(cmd, "--format: expected 'yaml' or 'json', got '%s'", text);
 	return false;
 }
 
@@ -99,7 +99,7 @@ bool cli_parse_output(const char *cmd, const char *text, enum cli_output *out)
 		*out = CLI_OUTPUT_JSON;
 		return true;
 	}
-	cli_usage(cmd, "error: --format: expected 'text', 'yaml' or 'json', got '%s'", text);
+	cli_usage(cmd, "--format: expected 'text', 'yaml' or 'json', got '%s'", text);
 	return false;
 }
 
@@ -109,7 +109,7 @@ bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, cons
 	double v = 0.0;
 	char range[96];
 	if (mp_parse_quantity(text, kind, &v) != 0 || !isfinite(v) || v < min || v > max) {
-		cli_usage(cmd, "error: --%s: expected a quantity in %s %s, got '%s'", opt,
+		cli_usage(cmd, "--%s: expected a quantity in %s %s, got '%s'", opt,
 			  kind ? kind : "plain numbers", range_text(min, false, max, range, sizeof(range)),
 			  text);
 		return false;

@@ -9,12 +9,13 @@
 #include <string.h>
 
 bool cli_quiet;
+const char *cli_cmd;
 
 int cli_usage(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "moeplan %s: ", cmd);
+	fprintf(stderr, "moeplan %s: error: ", cmd);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nTry 'moeplan %s --help'.\n", cmd);
@@ -32,7 +33,11 @@ void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	fprintf(stderr, "moeplan: ");
+	if (cli_cmd) {
+		fprintf(stderr, "moeplan %s: error: ", cli_cmd);
+	} else {
+		fprintf(stderr, "moeplan: error: ");
+	}
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);

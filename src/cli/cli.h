@@ -36,15 +36,20 @@ struct mp_ep_width;
 
 /** Global flags set by main before dispatch. */
 extern bool cli_quiet;
+/** The subcommand being run ("place"), set by main before dispatch; NULL
+ * before one is known. cli_error names it. */
+extern const char *cli_cmd;
 
-/** Usage error: prints "moeplan CMD: message\nTry 'moeplan CMD --help'."
- * to stderr and returns EXIT_USAGE. */
+/** Usage error: prints "moeplan CMD: error: message\nTry 'moeplan CMD
+ * --help'." to stderr and returns EXIT_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /** Print every diagnostic to stderr as path:line:col: error: message. */
 void cli_print_diags(const struct mp_diags *diags);
 
-/** Print an error about a file without position: "moeplan: path: message". */
+/** Print an error the run finds (a file without position, an export):
+ * "moeplan CMD: error: message" (CMD is cli_cmd; "moeplan: error: message"
+ * when none). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /** Issue 16 item 4: searches are bounded by counted work, so outputs are

@@ -748,11 +748,11 @@ static int resolve_cost(struct replan_args *a, const struct mp_replan_plan_info 
 	} else if (mp_parse_quantity(a->move_cost, "bytes", &v) == 0) {
 		a->opts.move_cost_s = v / a->opts.link_bw_bytes_per_s;
 	} else {
-		return cli_usage("replan", "error: --move-cost: expected seconds >= 0 ('2 ms', a plain "
+		return cli_usage("replan", "--move-cost: expected seconds >= 0 ('2 ms', a plain "
 				 "number is seconds) or bytes >= 0 ('44 MB'), got '%s'", a->move_cost);
 	}
 	if (!(a->opts.move_cost_s >= 0) || !isfinite(a->opts.move_cost_s)) {
-		return cli_usage("replan", "error: --move-cost: expected seconds >= 0 ('2 ms', a plain "
+		return cli_usage("replan", "--move-cost: expected seconds >= 0 ('2 ms', a plain "
 				 "number is seconds) or bytes >= 0 ('44 MB'), got '%s'", a->move_cost);
 	}
 	if (!a->have_layer_time) {
@@ -807,7 +807,7 @@ int cmd_replan(int argc, char **argv)
 	if (a.max_moves) {
 		uint64_t all = (uint64_t)N * cur.n_layers;
 		if (!resolve_budget(a.max_moves, all, &a.opts.max_moves)) {
-			status = cli_usage("replan", "error: --max-moves: expected a whole number >= 0 "
+			status = cli_usage("replan", "--max-moves: expected a whole number >= 0 "
 					   "or a percentage from 0%% to 100%% of the %llu slots (e.g. 25%%), "
 					   "got '%s'", (unsigned long long)all, a.max_moves);
 			goto out;

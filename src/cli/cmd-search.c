@@ -521,16 +521,17 @@ int cmd_search(int argc, char **argv)
 		}
 	}
 	if (status == EXIT_OK && !(d.prefill.has_choice && d.decode.has_choice)) {
-		/* "does not fit": the result says why; exit 1. */
+		/* "does not fit": a verdict, not an error (as fit's "does not
+		 * fit: ..."); the result says why; exit 1. */
 		if (!cli_quiet) {
-			fprintf(stderr, "moeplan search: %s\n",
+			fprintf(stderr, "moeplan search: does not fit: %s\n",
 				!d.decode.has_choice ? d.decode.why : d.prefill.why);
 		}
 		status = EXIT_INPUT;
 	} else if (status == EXIT_OK && !d.has_pools && !d.has_colocated) {
 		/* no deployment in the budget, pooled or co-located: "does not fit" */
 		if (!cli_quiet) {
-			fprintf(stderr, "moeplan search: no deployment fits: no pools (%s) and no "
+			fprintf(stderr, "moeplan search: does not fit: no pools (%s) and no "
 				"co-located configuration meets the targets\n", d.pools_why);
 		}
 		status = EXIT_INPUT;

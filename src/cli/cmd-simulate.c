@@ -86,7 +86,7 @@ static bool parse_seed(const char *text, uint64_t *out)
 	unsigned long long v = strtoull(text, &end, 10);
 	/* Seeds are written back as JSON/YAML integers: keep them in int64. */
 	if (errno || end == text || *end != '\0' || strchr(text, '-') || v > INT64_MAX) {
-		cli_usage("simulate", "error: --seed: expected a whole number from 0 to %lld, got '%s'",
+		cli_usage("simulate", "--seed: expected a whole number from 0 to %lld, got '%s'",
 			  (long long)INT64_MAX, text);
 		return false;
 	}

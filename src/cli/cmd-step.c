@@ -506,7 +506,7 @@ int cmd_step(int argc, char **argv)
 	}
 	if (a.phase == MP_STEP_PREFILL && a.context == 0.0) {
 		/* a prompt of no tokens: no step to model (ceil(chunk / 0) prompts) */
-		return cli_usage("step", "error: --context: expected a number > 0 and <= 1e+12 (prefill: "
+		return cli_usage("step", "--context: expected a number > 0 and <= 1e+12 (prefill: "
 				 "the prompt length), got '%s'", a.context_text);
 	}
 	if (a.n_predict && !a.calibrate) {

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 		}
 		const struct command *cmd = find_command(argv[2]);
 		if (!cmd) {
-			fprintf(stderr, "moeplan: unknown command '%s'\nTry 'moeplan --help'.\n", argv[2]);
+			fprintf(stderr, "moeplan: error: unknown command '%s'\nTry 'moeplan --help'.\n", argv[2]);
 			return EXIT_USAGE;
 		}
 		cli_print_help(cmd->help, stdout);
@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 	}
 	const struct command *cmd = find_command(name);
 	if (!cmd) {
-		fprintf(stderr, "moeplan: unknown command '%s'\nTry 'moeplan --help'.\n", name);
+		fprintf(stderr, "moeplan: error: unknown command '%s'\nTry 'moeplan --help'.\n", name);
 		return EXIT_USAGE;
 	}
 	/* Shared flags every command accepts, handled before getopt sees
@@ -143,7 +143,8 @@ int main(int argc, char **argv)
 		argv[out_argc++] = argv[i];
 	}
 	argv[out_argc] = NULL;
-	/* argv[0] is now the command name for getopt's messages. */
+	/* argv[0] is now the command name; messages name it (cli_cmd). */
 	argv[0] = (char *)(uintptr_t)cmd->name;
+	cli_cmd = cmd->name;
 	return cmd->run(out_argc, argv);
 }

@@ -46,6 +46,10 @@ void cli_parser_init(struct cli_parser *p, const struct cli_command_help *cmd)
 	memset(p, 0, sizeof(*p));
 	p->cmd = cmd;
 	size_t n = 0, s = 0;
+	/* A leading ':' makes getopt return ':' for a missing value; with
+	 * opterr 0 it prints nothing, and report_getopt_error says it in
+	 * our words ("moeplan CMD: error: ..."). */
+	p->shorts[s++] = ':';
 	for (const struct cli_opt *o = cmd->options; o->name; o++) {
 		if (n == CLI_MAX_OPTIONS || o->id <= 0 || o->id >= CLI_SEEN_SIZE) {
 			/* a table past the limits is a programming error */
@@ -60,8 +64,7 @@ void cli_parser_init(struct cli_parser *p, const struct cli_command_help *cmd)
 			}
 		}
 	}
-	/* Leading ':' would change getopt's reporting; we let getopt print
-	 * its own message and then add the hint. */
+	opterr = 0;
 	optind = 1;
 }
 
@@ -76,6 +79,54 @@ static const struct cli_opt *find(const struct cli_command_help *cmd, int id)
 	return NULL;
 }
 
+/* The long names of p's table that start with the n bytes of word, as
+ * "--a, --b" in buf; returns how many. */
+static size_t prefix_matches(const struct cli_parser *p, const char *word, size_t n, char *buf,
+			     size_t size)
+{
+	size_t count = 0, used = 0;
+	buf[0] = '\0';
+	for (const struct option *l = p->longs; l->name; l++) {
+		if (strncmp(l->name, word, n) == 0) {
+			int w = snprintf(buf + used, size - used, "%s--%s", count ? ", " : "", l->name);
+			used = w < 0 || (size_t)w >= size - used ? size - 1 : used + (size_t)w;
+			count++;
+		}
+	}
+	return count;
+}
+
+/* The usage error for what getopt_long refused (c is '?' or ':'; optopt
+ * and argv[optind - 1] say what; glibc's getopt, posix/getopt.c
+ * process_long_option and _getopt_internal_r). */
+static void report_getopt_error(const struct cli_parser *p, int c, int argc, char **argv)
+{
+	const char *cmd = p->cmd->name;
+	const char *word = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	bool is_long = strncmp(word, "--", 2) == 0;
+	const struct cli_opt *o = optopt ? find(p->cmd, optopt) : NULL;
+	if (c == ':' && o) {
+		if (is_long || !has_letter(o)) {
+			cli_usage(cmd, "option '--%s' needs a value (%s)", o->name, o->value);
+		} else {
+			cli_usage(cmd, "option '-%c' needs a value (%s)", o->id, o->value);
+		}
+	} else if (o && is_long) {
+		/* a flag given a value: --flag=X */
+		cli_usage(cmd, "option '--%s' takes no value", o->name);
+	} else if (optopt) {
+		cli_usage(cmd, "unrecognized option '-%c'", optopt);
+	} else {
+		size_t n = is_long ? strcspn(word + 2, "=") : strlen(word);
+		char names[512];
+		if (is_long && prefix_matches(p, word + 2, n, names, sizeof(names)) > 1) {
+			cli_usage(cmd, "option '%.*s' is ambiguous: %s", (int)(n + 2), word, names);
+		} else {
+			cli_usage(cmd, "unrecognized option '%.*s'", (int)(is_long ? n + 2 : n), word);
+		}
+	}
+}
+
 int cli_parser_next(struct cli_parser *p, int argc, char **argv)
 {
 	int c = getopt_long(argc, argv, p->shorts, p->longs, NULL);
@@ -84,7 +135,7 @@ int cli_parser_next(struct cli_parser *p, int argc, char **argv)
 	}
 	const struct cli_opt *o = c == '?' || c == ':' ? NULL : find(p->cmd, c);
 	if (!o) {
-		fprintf(stderr, "Try 'moeplan %s --help'.\n", p->cmd->name);
+		report_getopt_error(p, c, argc, argv);
 		return CLI_PARSE_ERROR;
 	}
 	if (c == 'h' && !o->value) {

@@ -58,7 +58,7 @@ void cli_print_help(const struct cli_command_help *help, FILE *out);
 struct cli_parser {
 	const struct cli_command_help *cmd;
 	struct option longs[CLI_MAX_OPTIONS + 1];
-	char shorts[2 * CLI_MAX_OPTIONS + 1];
+	char shorts[2 * CLI_MAX_OPTIONS + 2];  /* ':' first, then "g:s:..." */
 	unsigned char seen[CLI_SEEN_SIZE];
 };
 
@@ -74,9 +74,10 @@ void cli_parser_init(struct cli_parser *p, const struct cli_command_help *cmd);
 
 /** The next option's id (its value in optarg), or a CLI_PARSE_* code.
  * Handles what every command does alike: --help (printed to stdout),
- * getopt's own errors (it prints the message, this adds "Try 'moeplan CMD
- * --help'."), and an option with a value given twice (a usage error
- * naming it, never a silent override). */
+ * getopt's errors (an unrecognized or ambiguous option, a missing value,
+ * a value given to a flag: getopt prints nothing, this prints "moeplan
+ * CMD: error: ..." and "Try 'moeplan CMD --help'."), and an option with a
+ * value given twice (a usage error naming it, never a silent override). */
 int cli_parser_next(struct cli_parser *p, int argc, char **argv);
 
 /** The exit status for a CLI_PARSE_* code other than CLI_PARSE_END. */
