@@ -50,6 +50,8 @@ struct ld {
 	bool have_doc;
 	int status;              /* 0, MP_EINVAL after any error, MP_ENOMEM wins */
 	size_t errors;
+	size_t *str_tagged;      /* ascending node indexes of plain scalars tagged !!str */
+	size_t n_str_tagged;
 };
 
 /** Read and parse path. On failure (unreadable, YAML syntax error, empty
@@ -88,10 +90,23 @@ const char *ld_kind_name(const yaml_node_t *node);
 bool ld_is_null(const yaml_node_t *node);
 
 /** True when node is a scalar written quoted or as a block ('4', "4",
- * |, >): text, never a number, even when its text is digits (YAML and
- * JSON: "4" is a string). Plain-number fields (counts, integers,
- * fractions, loads) refuse it; quantity fields (a unit allowed) take it. */
+ * |, >), or tagged as a string (!!str 4, ! 4): text, never a number, even
+ * when its text is digits (YAML and JSON: "4" is a string). Plain-number
+ * fields (counts, integers, fractions, loads) refuse it; quantity fields
+ * (a unit allowed) take it. (ld_open gives a plain scalar tagged !!str the
+ * single-quoted style, so this and ld_is_null see it as text.) */
 bool ld_is_quoted(const yaml_node_t *node);
+
+/** True when node is a plain scalar the file tagged !!str (ld_is_quoted
+ * too): for the message, which should not say "quoted". */
+bool ld_is_str_tagged(const struct ld *ld, const yaml_node_t *node);
+
+/** What follows "got " when a scalar is refused as text where a number
+ * goes: "the quoted text '4' (a number is written without quotes)", or
+ * "the text '4' tagged !!str (...)" when ld_is_str_tagged; value is the
+ * text as the message shows it. Written to buf, returned. */
+const char *ld_text_not_number(const struct ld *ld, const yaml_node_t *node, const char *value,
+			       char *buf, size_t size);
 
 /** A scalar's text (NUL-terminated), or NULL when node is not a scalar. */
 const char *ld_scalar(const yaml_node_t *node);

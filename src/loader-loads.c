@@ -553,11 +553,11 @@ static bool read_matrix(struct ld *ld, const yaml_node_t *node, const char *what
 			double x = 0.0;
 			enum ld_qerr e = text ? parse_load(text, &x) : LDQ_NOT_NUMBER;
 			if (text && ld_is_quoted(cell)) {
-				char vbuf[48];
+				char vbuf[48], got[160];
 				snprintf(vbuf, sizeof(vbuf), "%.40s", text);
 				ld_error(ld, cell, "%s[%zu][%zu]: expected a load from 0 to " LD_MAX_LOAD_TEXT
-					 ", got the quoted text '%s' (a number is written without quotes)",
-					 what, r, c, vbuf);
+					 ", got %s", what, r, c,
+					 ld_text_not_number(ld, cell, vbuf, got, sizeof(got)));
 				ok = false;
 				continue;
 			}

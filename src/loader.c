@@ -298,6 +298,130 @@ static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
 	return false;
 }
 
+/* True for a tag that makes a scalar a string: !!str (resolved by the
+ * parser to tag:yaml.org,2002:str) or the non-specific '!' (YAML 1.2,
+ * 6.9.1: "! 4" is not resolved as a number). */
+static bool is_str_tag(const yaml_char_t *tag)
+{
+	return tag && (strcmp((const char *)tag, YAML_STR_TAG) == 0 ||
+		       strcmp((const char *)tag, "!") == 0);
+}
+
+/* The start marks (index) of the first document's plain scalars tagged as
+ * strings, ascending, from the parser's events: the document the loader
+ * builds gives every untagged scalar the tag !!str too (libyaml
+ * src/loader.c, yaml_parser_load_scalar), so only the event
+ * (yaml_event_t.data.scalar.tag) tells them apart. 0 and *out NULL when
+ * none; MP_ENOMEM. */
+static int str_tag_marks(const struct ld_text *text, size_t **out, size_t *n_out)
+{
+	*out = NULL;
+	*n_out = 0;
+	yaml_parser_t parser;
+	if (!yaml_parser_initialize(&parser)) {
+		return MP_ENOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)text->data, text->size);
+	size_t *marks = NULL, n = 0, cap = 0;
+	int rc = 0;
+	for (bool done = false; !done;) {
+		yaml_event_t e;
+		if (!yaml_parser_parse(&parser, &e)) {
+			rc = MP_ENOMEM;  /* the same text loaded: only memory can fail */
+			break;
+		}
+		done = e.type == YAML_DOCUMENT_END_EVENT || e.type == YAML_STREAM_END_EVENT;
+		if (e.type == YAML_SCALAR_EVENT && e.data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    is_str_tag(e.data.scalar.tag)) {
+			if (n == cap) {
+				size_t *bigger = realloc(marks, (cap ? 2 * cap : 16) * sizeof(*marks));
+				if (!bigger) {
+					rc = MP_ENOMEM;
+					done = true;
+				} else {
+					marks = bigger;
+					cap = cap ? 2 * cap : 16;
+				}
+			}
+			if (n < cap) {
+				marks[n++] = e.start_mark.index;
+			}
+		}
+		yaml_event_delete(&e);
+	}
+	yaml_parser_delete(&parser);
+	if (rc) {
+		free(marks);
+		return rc;
+	}
+	*out = marks;
+	*n_out = n;
+	return 0;
+}
+
+/* A plain scalar tagged !!str is text, as a quoted one: give it the
+ * single-quoted style (ld_is_quoted, ld_is_null and every reader of the
+ * style then see text) and list its node in ld->str_tagged for messages.
+ * Only a file with a '!' in it is parsed a second time for the tags. */
+static void mark_str_tagged(struct ld *ld, const struct ld_text *text)
+{
+	if (!memchr(text->data, '!', text->size)) {
+		return;
+	}
+	size_t *marks = NULL, n_marks = 0;
+	if (str_tag_marks(text, &marks, &n_marks)) {
+		ld_fail(ld, MP_ENOMEM);
+		return;
+	}
+	size_t next = 0;
+	yaml_node_t *start = ld->doc.nodes.start;
+	for (yaml_node_t *node = start; node < ld->doc.nodes.top && next < n_marks; node++) {
+		if (node->type != YAML_SCALAR_NODE ||
+		    node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
+			continue;
+		}
+		while (next < n_marks && marks[next] < node->start_mark.index) {
+			next++;
+		}
+		if (next < n_marks && marks[next] == node->start_mark.index) {
+			node->data.scalar.style = YAML_SINGLE_QUOTED_SCALAR_STYLE;
+			/* reuse marks as the node list: at most one node per mark */
+			marks[ld->n_str_tagged++] = (size_t)(node - start);
+			next++;
+		}
+	}
+	ld->str_tagged = marks;
+}
+
+bool ld_is_str_tagged(const struct ld *ld, const yaml_node_t *node)
+{
+	if (!ld->have_doc || !node || node < ld->doc.nodes.start || node >= ld->doc.nodes.top) {
+		return false;
+	}
+	size_t id = (size_t)(node - ld->doc.nodes.start), lo = 0, hi = ld->n_str_tagged;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ld->str_tagged[mid] < id) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return lo < ld->n_str_tagged && ld->str_tagged[lo] == id;
+}
+
+const char *ld_text_not_number(const struct ld *ld, const yaml_node_t *node, const char *value,
+			       char *buf, size_t size)
+{
+	if (ld_is_str_tagged(ld, node)) {
+		snprintf(buf, size, "the text '%s' tagged !!str (a number is written plain: no tag, "
+			 "no quotes)", value);
+	} else {
+		snprintf(buf, size, "the quoted text '%s' (a number is written without quotes)", value);
+	}
+	return buf;
+}
+
 int ld_open_text(struct ld *ld, const char *path, const struct ld_text *text,
 		 struct mp_diags *diags)
 {
@@ -316,6 +440,7 @@ int ld_open_text(struct ld *ld, const char *path, const struct ld_text *text,
 		goto out;
 	}
 	ld->have_doc = true;
+	mark_str_tagged(ld, text);
 	yaml_node_t *root = yaml_document_get_root_node(&ld->doc);
 	if (!root) {
 		ld_error_at(ld, 0, 0, "no content: the file holds only comments or blank lines");
@@ -355,6 +480,11 @@ void ld_close(struct ld *ld)
 	if (ld && ld->have_doc) {
 		yaml_document_delete(&ld->doc);
 		ld->have_doc = false;
+	}
+	if (ld) {
+		free(ld->str_tagged);
+		ld->str_tagged = NULL;
+		ld->n_str_tagged = 0;
 	}
 }
 
@@ -993,9 +1123,10 @@ static const char *scalar_for(struct ld *ld, const yaml_node_t *node, const char
 		return NULL;
 	}
 	if (plain_number && ld_is_quoted(node)) {
-		char vbuf[80];
-		ld_error(ld, node, "%s: expected %s, got the quoted text '%s' (a number is written "
-			 "without quotes)", field, expected, quote_value(text, vbuf, sizeof(vbuf)));
+		char vbuf[80], got[200];
+		ld_error(ld, node, "%s: expected %s, got %s", field, expected,
+			 ld_text_not_number(ld, node, quote_value(text, vbuf, sizeof(vbuf)), got,
+					    sizeof(got)));
 		return NULL;
 	}
 	return text;

@@ -1184,6 +1184,59 @@ static void loader__quoted_numbers(void **state)
 	mp_diags_finish(&d);
 	unlink(path);
 	free(path);
+
+	/* A scalar tagged !!str (or its long form, or the non-specific '!')
+	 * is text like a quoted one (YAML 1.2, 10.1.1.1): refused where a
+	 * number goes, at the tag's line:col; a number tagged !!int or
+	 * anchored stays a number. */
+	r = cli_run("place", "tests/data/bad/loads-str-tag.yaml", "--gpus", "2", "--slots", "4", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "tests/data/bad/loads-str-tag.yaml:3:10: error: loads[1][2]: "
+				      "expected a load from 0 to 1e18, got the text '4' tagged !!str"));
+	cli_result_free(&r);
+	static const struct {
+		const char *value;
+		int col;
+	} texts[] = {{"!<tag:yaml.org,2002:str> 8", 23}, {"! 8", 23}, {"&n !!str 8", 23}};
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		char yaml[256], want[64];
+		snprintf(yaml, sizeof(yaml), "peak_flops: {fp8: 1979 TFLOP/s}  # not a tag: !!str\n"
+			 "hbm_bytes: 80 GB\nhbm_bandwidth: 3.35 TB/s\nscale_up_domain_gpus: %s\n",
+			 texts[i].value);
+		path = write_text_file(yaml, ".yaml");
+		mp_hardware_init(&hw);
+		mp_diags_init(&d);
+		assert_int_equal(mp_load_hardware(path, &hw, &d), MP_EINVAL);
+		got = first_diag(&d);
+		snprintf(want, sizeof(want), ":4:%d: error: scale_up_domain_gpus: expected", texts[i].col);
+		assert_non_null(strstr(got, want));
+		assert_non_null(strstr(got, "got the text '8' tagged !!str"));
+		free(got);
+		mp_hardware_finish(&hw);
+		mp_diags_finish(&d);
+		unlink(path);
+		free(path);
+	}
+	static const char *const numbers[] = {"!!int 8", "&n 8", "!!float 8"};
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		char yaml[256];
+		snprintf(yaml, sizeof(yaml), "peak_flops: {fp8: 1979 TFLOP/s}  # not a tag: !!str\n"
+			 "hbm_bytes: !!str 80 GB\nhbm_bandwidth: 3.35 TB/s\nscale_up_domain_gpus: %s\n",
+			 numbers[i]);
+		path = write_text_file(yaml, ".yaml");
+		mp_hardware_init(&hw);
+		mp_diags_init(&d);
+		rc = mp_load_hardware(path, &hw, &d);
+		print_diags(&d);
+		assert_int_equal(rc, 0);
+		assert_int_equal(hw.scale_up_domain_gpus, 8);
+		assert_true(hw.hbm_bytes == 80000000000ull);
+		mp_hardware_finish(&hw);
+		mp_diags_finish(&d);
+		unlink(path);
+		free(path);
+	}
 }
 
 static void loader__overflow_names_field_and_range(void **state)
