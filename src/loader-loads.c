@@ -294,6 +294,209 @@ static int csv_attach_ids(struct ld *ld, struct mp_loads *out, const struct uvec
 	return rc;
 }
 
+/* parse_csv's state from line to line. */
+struct csv {
+	struct ld ld;
+	struct dvec values;  /* the accepted rows' loads, row-major, cols per row */
+	char *source;        /* the first comment line (owned), NULL before one */
+	bool have_source;    /* a comment line was taken as the source */
+	uint32_t cols;       /* the first row's width */
+	uint32_t rows;       /* rows accepted */
+	int first_line;      /* the first row's line number, 0 before it */
+	struct uvec ids;     /* the rows' layer ids, from a comment or a layer column */
+	bool ids_comment;    /* a '# layers:' line was read */
+	int ids_line;        /* the line the ids are reported at */
+	bool layer_column;   /* a 'layer,...' header: every row starts with its layer id */
+	bool header_done;    /* the first non-comment line was looked at */
+	bool header;         /* a header-like row was reported (once) */
+};
+
+/* One line of the file: its number, its first byte, and the text [s, stop) still to read. */
+struct csv_line {
+	int no;
+	const char *start;
+	const char *s;
+	const char *stop;
+};
+
+/* What the line loop does next. */
+enum csv_step { CSV_ROW, CSV_SKIP, CSV_STOP };
+
+/* A '#' line: the rows' layer ids ("# layers: ...") or, the first time, the source. */
+static void csv_comment(struct csv *cs, const struct csv_line *ln)
+{
+	if (csv_layers_comment(&cs->ld, ln->s, ln->stop, ln->no, ln->start, &cs->ids, &cs->ids_comment)) {
+		cs->ids_line = cs->ids_line ? cs->ids_line : ln->no;
+		return;
+	}
+	if (!cs->have_source) {
+		cs->have_source = true;
+		cs->source = csv_source(ln->s, (size_t)(ln->stop - ln->s));
+		if (!cs->source) {
+			ld_fail(&cs->ld, MP_ENOMEM);
+		}
+	}
+}
+
+/* The first data line: true when it is the 'layer,...' header (then each row starts with its layer id). */
+static bool csv_layer_header(struct csv *cs, const struct csv_line *ln)
+{
+	if (cs->header_done) {
+		return false;
+	}
+	cs->header_done = true;
+	const char *s = ln->s;
+	const char *stop = ln->stop;
+	if (!(stop - s >= 5 && strncasecmp(s, "layer", 5) == 0 &&
+	      (stop - s == 5 || s[5] == ',' || s[5] == ' ' || s[5] == '\t'))) {
+		return false;
+	}
+	cs->layer_column = true;
+	cs->ids_line = ln->no;
+	if (cs->ids_comment) {
+		ld_error_at(&cs->ld, ln->no, 1, "a layer column and a '# layers:' line: give one");
+	}
+	return true;
+}
+
+/* A row's leading layer id (after a 'layer,...' header): checked, kept, and ln->s moved past it. */
+static enum csv_step csv_row_layer(struct csv *cs, struct csv_line *ln)
+{
+	const char *s = ln->s;
+	const char *comma = memchr(s, ',', (size_t)(ln->stop - s));
+	const char *b = comma ? comma : ln->stop;
+	while (b > s && (b[-1] == ' ' || b[-1] == '\t')) {
+		b--;
+	}
+	uint32_t id = 0;
+	if (!csv_layer_id(&cs->ld, s, b, ln->no, (int)(s - ln->start) + 1, &id)) {
+		return CSV_SKIP;
+	}
+	if (!comma) {
+		ld_error_at(&cs->ld, ln->no, (int)(ln->stop - ln->start) + 1, "layer %u has no loads", id);
+		return CSV_SKIP;
+	}
+	const struct uvec *ids = &cs->ids;
+	if (ids->n > 0 && id <= ids->v[ids->n - 1]) {
+		ld_error_at(&cs->ld, ln->no, (int)(s - ln->start) + 1, "layer %u after layer %u: rows "
+			    "must be in increasing layer order, each layer once", id, ids->v[ids->n - 1]);
+	}
+	if (!uvec_push(&cs->ids, id)) {
+		ld_fail(&cs->ld, MP_ENOMEM);
+		return CSV_STOP;
+	}
+	ln->s = comma + 1;
+	return CSV_ROW;
+}
+
+/* The row's cells, appended to cs->values; *n_out: the cells read. False when
+ * the row is refused (reported; the caller drops what was appended). */
+static bool csv_cells(struct csv *cs, const struct csv_line *ln, uint32_t *n_out)
+{
+	struct ld *ld = &cs->ld;
+	const int line = ln->no;
+	const uint32_t cols = cs->cols;
+	const int first_line = cs->first_line;
+	uint32_t n = 0;
+	bool row_ok = true;
+	const char *c = ln->s;
+	for (;;) {
+		const char *comma = memchr(c, ',', (size_t)(ln->stop - c));
+		const char *cend = comma ? comma : ln->stop;
+		const char *a = c;
+		const char *b = cend;
+		while (a < b && (*a == ' ' || *a == '\t')) {
+			a++;
+		}
+		while (b > a && (b[-1] == ' ' || b[-1] == '\t')) {
+			b--;
+		}
+		const int cell_column = (int)(a - ln->start) + 1;
+		if (n == MP_MAX_EXPERTS) {
+			ld_error_at(ld, line, cell_column, "more than %u values in a row (one column per expert)",
+				    MP_MAX_EXPERTS);
+			row_ok = false;
+			break;
+		}
+		if (first_line && n == cols) {
+			ld_error_at(ld, line, cell_column, "row has more than %u values, "
+				    "expected %u like the first row (line %d)", cols, cols, first_line);
+			row_ok = false;
+			break;
+		}
+		double v = 0.0;
+		bool ok = false;
+		csv_cell(ld, a, (size_t)(b - a), line, cell_column, cs->rows, n, &v, &ok);
+		row_ok &= ok;
+		if (!dvec_push(&cs->values, v)) {
+			ld_fail(ld, MP_ENOMEM);
+			row_ok = false;
+			break;
+		}
+		n++;
+		if (!comma) {
+			if (first_line && n < cols && row_ok) {
+				ld_error_at(ld, line, (int)(ln->stop - ln->start) + 1,
+					    "row has %u values, expected %u like the first row (line %d)",
+					    n, cols, first_line);
+				row_ok = false;
+			}
+			break;
+		}
+		c = comma + 1;
+	}
+	*n_out = n;
+	return row_ok;
+}
+
+/* A line that is not a comment: the layer header, or a row (its layer id, then its cells). */
+static enum csv_step csv_data_line(struct csv *cs, struct csv_line *ln)
+{
+	const char *hash = memchr(ln->s, '#', (size_t)(ln->stop - ln->s));
+	if (hash) {
+		ln->stop = hash;
+	}
+	if (csv_layer_header(cs, ln)) {
+		return CSV_SKIP;
+	}
+	if (cs->layer_column) {
+		enum csv_step step = csv_row_layer(cs, ln);
+		if (step != CSV_ROW) {
+			return step;
+		}
+	}
+	if (cs->rows == MP_MAX_LAYERS) {
+		ld_error_at(&cs->ld, ln->no, 1, "more than %u rows (one row per MoE layer)", MP_MAX_LAYERS);
+		return CSV_STOP;
+	}
+	const char *s = ln->s;
+	const char *stop = ln->stop;
+	if (!cs->first_line && !cs->header && csv_header_row(s, stop)) {
+		/* One error for the whole row, not one per cell. */
+		ld_error_at(&cs->ld, ln->no, (int)(s - ln->start) + 1,
+			    "this looks like a header row ('%.*s...'); the only header allowed "
+			    "is 'layer,...' (then each row starts with its layer id); put '#' before "
+			    "this one to keep it as a comment", (int)(stop - s < 24 ? stop - s : 24), s);
+		cs->header = true;
+		return CSV_SKIP;
+	}
+	uint32_t n = 0;
+	const size_t row_start = cs->values.n;
+	const bool row_ok = csv_cells(cs, ln, &n);
+	if (!row_ok) {
+		cs->values.n = row_start;
+	}
+	if (!cs->first_line) {
+		/* A refused first row still sets the width later rows must have. */
+		cs->cols = n;
+		cs->first_line = ln->no;
+	}
+	if (row_ok) {
+		cs->rows++;
+	}
+	return CSV_ROW;
+}
+
 /* One row per layer, one column per expert; '#' starts a comment (the
  * first comment line is kept as the source); blank lines are skipped. The
  * rows' model layers come from a "# layers: 0, 7, 15" line, or from a
@@ -302,187 +505,48 @@ static int csv_attach_ids(struct ld *ld, struct mp_loads *out, const struct uvec
 static int parse_csv(const char *path, const struct ld_text *text, struct mp_loads *out,
 		     struct mp_diags *diags)
 {
-	struct ld ld = {.path = path, .diags = diags};
-	struct dvec values = {0};
-	char *source = NULL;
-	bool have_source = false;
-	uint32_t cols = 0;
-	uint32_t rows = 0;
-	int first_line = 0;
-	struct uvec ids = {0};
-	bool ids_comment = false;
-	int ids_line = 0;
-	bool layer_column = false;
-	bool header_done = false;
-	bool header = false;
+	struct csv cs = {.ld = {.path = path, .diags = diags}};
 	const char *p = text->data;
 	const char *end = text->data + text->size;
 	int line = 0;
-	while (p < end && ld.errors <= LD_MAX_ERRORS && ld.status != MP_ENOMEM) {
+	while (p < end && cs.ld.errors <= LD_MAX_ERRORS && cs.ld.status != MP_ENOMEM) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		if (!eol) {
 			eol = end;
 		}
 		line++;
-		const char *line_start = p;
-		const char *s = p;
-		const char *stop = eol;
-		if (stop > s && stop[-1] == '\r') {
-			stop--;
+		struct csv_line ln = {.no = line, .start = p, .s = p, .stop = eol};
+		if (ln.stop > ln.s && ln.stop[-1] == '\r') {
+			ln.stop--;
 		}
 		p = eol < end ? eol + 1 : end;
-		while (s < stop && (*s == ' ' || *s == '\t')) {
-			s++;
+		while (ln.s < ln.stop && (*ln.s == ' ' || *ln.s == '\t')) {
+			ln.s++;
 		}
-		if (s == stop) {
+		if (ln.s == ln.stop) {
 			continue;
 		}
-		if (*s == '#') {
-			if (csv_layers_comment(&ld, s, stop, line, line_start, &ids, &ids_comment)) {
-				ids_line = ids_line ? ids_line : line;
-				continue;
-			}
-			if (!have_source) {
-				have_source = true;
-				source = csv_source(s, (size_t)(stop - s));
-				if (!source) {
-					ld_fail(&ld, MP_ENOMEM);
-				}
-			}
-			continue;
-		}
-		const char *hash = memchr(s, '#', (size_t)(stop - s));
-		if (hash) {
-			stop = hash;
-		}
-		if (!header_done) {
-			header_done = true;
-			if (stop - s >= 5 && strncasecmp(s, "layer", 5) == 0 &&
-			    (stop - s == 5 || s[5] == ',' || s[5] == ' ' || s[5] == '\t')) {
-				layer_column = true;
-				ids_line = line;
-				if (ids_comment) {
-					ld_error_at(&ld, line, 1, "a layer column and a '# layers:' line: give one");
-				}
-				continue;
-			}
-		}
-		if (layer_column) {
-			const char *comma = memchr(s, ',', (size_t)(stop - s));
-			const char *b = comma ? comma : stop;
-			while (b > s && (b[-1] == ' ' || b[-1] == '\t')) {
-				b--;
-			}
-			uint32_t id = 0;
-			if (!csv_layer_id(&ld, s, b, line, (int)(s - line_start) + 1, &id)) {
-				continue;
-			}
-			if (!comma) {
-				ld_error_at(&ld, line, (int)(stop - line_start) + 1, "layer %u has no loads", id);
-				continue;
-			}
-			if (ids.n > 0 && id <= ids.v[ids.n - 1]) {
-				ld_error_at(&ld, line, (int)(s - line_start) + 1, "layer %u after layer %u: rows "
-					    "must be in increasing layer order, each layer once", id, ids.v[ids.n - 1]);
-			}
-			if (!uvec_push(&ids, id)) {
-				ld_fail(&ld, MP_ENOMEM);
-				break;
-			}
-			s = comma + 1;
-		}
-		if (rows == MP_MAX_LAYERS) {
-			ld_error_at(&ld, line, 1, "more than %u rows (one row per MoE layer)", MP_MAX_LAYERS);
+		if (*ln.s == '#') {
+			csv_comment(&cs, &ln);
+		} else if (csv_data_line(&cs, &ln) == CSV_STOP) {
 			break;
 		}
-		if (!first_line && !header && csv_header_row(s, stop)) {
-			/* One error for the whole row, not one per cell. */
-			ld_error_at(&ld, line, (int)(s - line_start) + 1,
-				    "this looks like a header row ('%.*s...'); the only header allowed "
-				    "is 'layer,...' (then each row starts with its layer id); put '#' before "
-				    "this one to keep it as a comment", (int)(stop - s < 24 ? stop - s : 24), s);
-			header = true;
-			continue;
-		}
-		uint32_t n = 0;
-		bool row_ok = true;
-		const size_t row_start = values.n;
-		const char *c = s;
-		for (;;) {
-			const char *comma = memchr(c, ',', (size_t)(stop - c));
-			const char *cend = comma ? comma : stop;
-			const char *a = c;
-			const char *b = cend;
-			while (a < b && (*a == ' ' || *a == '\t')) {
-				a++;
-			}
-			while (b > a && (b[-1] == ' ' || b[-1] == '\t')) {
-				b--;
-			}
-			const int cell_column = (int)(a - line_start) + 1;
-			if (n == MP_MAX_EXPERTS) {
-				ld_error_at(&ld, line, cell_column, "more than %u values in a row (one column per expert)",
-					    MP_MAX_EXPERTS);
-				row_ok = false;
-				break;
-			}
-			if (first_line && n == cols) {
-				ld_error_at(&ld, line, cell_column, "row has more than %u values, "
-					    "expected %u like the first row (line %d)", cols, cols, first_line);
-				row_ok = false;
-				break;
-			}
-			double v = 0.0;
-			bool ok = false;
-			csv_cell(&ld, a, (size_t)(b - a), line, cell_column, rows, n, &v, &ok);
-			row_ok &= ok;
-			if (!dvec_push(&values, v)) {
-				ld_fail(&ld, MP_ENOMEM);
-				row_ok = false;
-				break;
-			}
-			n++;
-			if (!comma) {
-				if (first_line && n < cols && row_ok) {
-					ld_error_at(&ld, line, (int)(stop - line_start) + 1,
-						    "row has %u values, expected %u like the first row (line %d)",
-						    n, cols, first_line);
-					row_ok = false;
-				}
-				break;
-			}
-			c = comma + 1;
-		}
-		if (!row_ok) {
-			values.n = row_start;
-			if (!first_line) {
-				/* Keep the first row's width for later rows. */
-				cols = n;
-				first_line = line;
-			}
-			continue;
-		}
-		if (!first_line) {
-			cols = n;
-			first_line = line;
-		}
-		rows++;
 	}
-	int rc = ld.status;
-	if (rc == 0 && rows == 0) {
-		ld_error_at(&ld, 0, 0, "no data rows: expected one row per MoE layer and one column per expert");
-		rc = ld.status;
+	int rc = cs.ld.status;
+	if (rc == 0 && cs.rows == 0) {
+		ld_error_at(&cs.ld, 0, 0, "no data rows: expected one row per MoE layer and one column per expert");
+		rc = cs.ld.status;
 	}
 	if (rc == 0) {
-		rc = loads_from(out, values.v, rows, cols, source);
-		source = NULL;
+		rc = loads_from(out, cs.values.v, cs.rows, cs.cols, cs.source);
+		cs.source = NULL;
 	}
-	if (rc == 0 && (layer_column || ids_comment)) {
-		rc = csv_attach_ids(&ld, out, &ids, ids_line);
+	if (rc == 0 && (cs.layer_column || cs.ids_comment)) {
+		rc = csv_attach_ids(&cs.ld, out, &cs.ids, cs.ids_line);
 	}
-	free(ids.v);
-	free(values.v);
-	free(source);
+	free(cs.ids.v);
+	free(cs.values.v);
+	free(cs.source);
 	return rc;
 }
 

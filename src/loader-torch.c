@@ -497,32 +497,77 @@ static bool pk_read_line(struct pk *pk, char *buf, size_t size)
 	return true;
 }
 
-static bool pk_op(struct pk *pk, unsigned char op, struct pk_obj **root)
+/* The unknown-opcode error (every opcode torch.save writes for plain data is handled). */
+static bool pk_op_unknown(struct pk *pk, unsigned char op)
 {
-	char mod[128];
-	char name[128];
-	switch (op) {
-	case 0x80: /* PROTO */
-		if (!pk_need(pk, 1)) {
-			return false;
-		}
-		if (*pk->p < 2 || *pk->p > 5) {
-			pk_fail(pk, "pickle protocol %u (torch.save writes 2)", *pk->p);
-			return false;
-		}
-		pk->p++;
-		return true;
-	case 0x95: /* FRAME (protocol 4): a length to skip */
+	pk_fail(pk, "pickle opcode 0x%02x at byte %td is not one torch.save writes for plain "
+		"tensors, dicts and lists", op, pk->p - 1 - pk->start);
+	return false;
+}
+
+/* PROTO and FRAME: the protocol check and protocol 4's frame length, skipped. */
+static bool pk_op_frame(struct pk *pk, unsigned char op)
+{
+	if (op == 0x95) { /* FRAME (protocol 4): a length to skip */
 		if (!pk_need(pk, 8)) {
 			return false;
 		}
 		pk->p += 8;
 		return true;
-	case '}': return pk_push(pk, pk_new(pk, PK_DICT));
-	case ']': return pk_push(pk, pk_new(pk, PK_LIST));
-	case ')': return pk_push(pk, pk_new(pk, PK_TUPLE));
-	case '(': return pk_push(pk, pk_new(pk, PK_MARK));
-	case 'N': return pk_push(pk, pk_new(pk, PK_NONE));
+	}
+	/* PROTO */
+	if (!pk_need(pk, 1)) {
+		return false;
+	}
+	if (*pk->p < 2 || *pk->p > 5) {
+		pk_fail(pk, "pickle protocol %u (torch.save writes 2)", *pk->p);
+		return false;
+	}
+	pk->p++;
+	return true;
+}
+
+/* LONG1: n bytes, two's complement little-endian, at most 64 bits. */
+static bool pk_op_long1(struct pk *pk)
+{
+	if (!pk_need(pk, 1)) {
+		return false;
+	}
+	unsigned n = *pk->p++;
+	if (n > 8 || !pk_need(pk, n)) {
+		pk_fail(pk, "an integer wider than 64 bits");
+		return false;
+	}
+	uint64_t v = pk_le(pk->p, n);
+	if (n > 0 && n < 8 && (pk->p[n - 1] & 0x80)) {
+		v |= ~(uint64_t)0 << (8 * n);
+	}
+	pk->p += n;
+	return pk_push(pk, pk_int(pk, (int64_t)v));
+}
+
+/* BINFLOAT: a big-endian IEEE double. */
+static bool pk_op_binfloat(struct pk *pk)
+{
+	if (!pk_need(pk, 8)) {
+		return false;
+	}
+	uint64_t bits = 0;
+	for (int i = 0; i < 8; i++) {
+		bits = bits << 8 | pk->p[i];
+	}
+	pk->p += 8;
+	struct pk_obj *o = pk_new(pk, PK_FLOAT);
+	if (o) {
+		memcpy(&o->f, &bits, sizeof(o->f));
+	}
+	return pk_push(pk, o);
+}
+
+/* Scalars: NEWTRUE, NEWFALSE, BININT1, BININT2, BININT (signed 32), LONG1, BINFLOAT. */
+static bool pk_op_scalar(struct pk *pk, unsigned char op)
+{
+	switch (op) {
 	case 0x88: /* NEWTRUE */
 	case 0x89: { /* NEWFALSE */
 		struct pk_obj *o = pk_new(pk, PK_BOOL);
@@ -549,37 +594,18 @@ static bool pk_op(struct pk *pk, unsigned char op, struct pk_obj **root)
 		}
 		pk->p += 4;
 		return pk_push(pk, pk_int(pk, (int32_t)(uint32_t)pk_le(pk->p - 4, 4)));
-	case 0x8a: { /* LONG1: n bytes, two's complement little-endian */
-		if (!pk_need(pk, 1)) {
-			return false;
-		}
-		unsigned n = *pk->p++;
-		if (n > 8 || !pk_need(pk, n)) {
-			pk_fail(pk, "an integer wider than 64 bits");
-			return false;
-		}
-		uint64_t v = pk_le(pk->p, n);
-		if (n > 0 && n < 8 && (pk->p[n - 1] & 0x80)) {
-			v |= ~(uint64_t)0 << (8 * n);
-		}
-		pk->p += n;
-		return pk_push(pk, pk_int(pk, (int64_t)v));
+	case 0x8a: return pk_op_long1(pk);
+	case 'G': return pk_op_binfloat(pk);
+	default: return pk_op_unknown(pk, op);
 	}
-	case 'G': { /* BINFLOAT: big-endian double */
-		if (!pk_need(pk, 8)) {
-			return false;
-		}
-		uint64_t bits = 0;
-		for (int i = 0; i < 8; i++) {
-			bits = bits << 8 | pk->p[i];
-		}
-		pk->p += 8;
-		struct pk_obj *o = pk_new(pk, PK_FLOAT);
-		if (o) {
-			memcpy(&o->f, &bits, sizeof(o->f));
-		}
-		return pk_push(pk, o);
-	}
+}
+
+/* Names: BINUNICODE, SHORT_BINUNICODE, GLOBAL ("module\nname\n"), STACK_GLOBAL. */
+static bool pk_op_name(struct pk *pk, unsigned char op)
+{
+	char mod[128];
+	char name[128];
+	switch (op) {
 	case 'X': /* BINUNICODE */
 	case 0x8c: { /* SHORT_BINUNICODE */
 		unsigned w = op == 'X' ? 4 : 1;
@@ -606,6 +632,14 @@ static bool pk_op(struct pk *pk, unsigned char op, struct pk_obj **root)
 		}
 		return pk_push(pk, pk_global(pk, m->s, n->s));
 	}
+	default: return pk_op_unknown(pk, op);
+	}
+}
+
+/* The memo: BINPUT, LONG_BINPUT, MEMOIZE (store the top) and BINGET, LONG_BINGET (push a stored one). */
+static bool pk_op_memo(struct pk *pk, unsigned char op)
+{
+	switch (op) {
 	case 'q': /* BINPUT */
 		if (!pk_need(pk, 1)) {
 			return false;
@@ -632,58 +666,90 @@ static bool pk_op(struct pk *pk, unsigned char op, struct pk_obj **root)
 		}
 		pk->p += 4;
 		return pk_memo_get(pk, pk_le(pk->p - 4, 4));
-	case 't': { /* TUPLE */
-		size_t m = pk_mark(pk);
-		if (m == SIZE_MAX) {
-			return false;
-		}
-		struct pk_obj *t = pk_new(pk, PK_TUPLE);
-		if (!t) {
-			return false;
-		}
-		for (size_t i = m + 1; i < pk->sp; i++) {
-			if (!pk_add(pk, t, pk->stack[i])) {
-				return false;
-			}
-		}
-		pk->sp = m;
-		return pk_push(pk, t);
+	default: return pk_op_unknown(pk, op);
 	}
+}
+
+/* TUPLE: the items above the topmost MARK become one tuple in its place. */
+static bool pk_op_tuple_mark(struct pk *pk)
+{
+	size_t m = pk_mark(pk);
+	if (m == SIZE_MAX) {
+		return false;
+	}
+	struct pk_obj *t = pk_new(pk, PK_TUPLE);
+	if (!t) {
+		return false;
+	}
+	for (size_t i = m + 1; i < pk->sp; i++) {
+		if (!pk_add(pk, t, pk->stack[i])) {
+			return false;
+		}
+	}
+	pk->sp = m;
+	return pk_push(pk, t);
+}
+
+/* APPENDS and SETITEMS: drop the topmost MARK, then append or set the items that were above it. */
+static bool pk_op_fill_mark(struct pk *pk, unsigned char op)
+{
+	size_t m = pk_mark(pk);
+	if (m == SIZE_MAX) {
+		return false;
+	}
+	memmove(pk->stack + m, pk->stack + m + 1, (pk->sp - m - 1) * sizeof(*pk->stack));
+	pk->sp--;
+	return op == 'e' ? pk_appends(pk, m) : pk_setitems(pk, m);
+}
+
+/* Containers: empty dict/list/tuple, MARK, TUPLE, TUPLE1-3, APPEND(S), SETITEM(S). */
+static bool pk_op_container(struct pk *pk, unsigned char op)
+{
+	switch (op) {
+	case '}': return pk_push(pk, pk_new(pk, PK_DICT));
+	case ']': return pk_push(pk, pk_new(pk, PK_LIST));
+	case ')': return pk_push(pk, pk_new(pk, PK_TUPLE));
+	case '(': return pk_push(pk, pk_new(pk, PK_MARK));
+	case 't': return pk_op_tuple_mark(pk); /* TUPLE */
 	case 0x85: return pk_tuple(pk, 1);
 	case 0x86: return pk_tuple(pk, 2);
 	case 0x87: return pk_tuple(pk, 3);
-	case 'a': { /* APPEND */
+	case 'a': /* APPEND */
 		if (pk->sp < 2) {
 			pk_fail(pk, "APPEND without a list");
 			return false;
 		}
 		return pk_appends(pk, pk->sp - 1);
-	}
-	case 'e': { /* APPENDS */
-		size_t m = pk_mark(pk);
-		if (m == SIZE_MAX) {
-			return false;
-		}
-		size_t from = m + 1;
-		memmove(pk->stack + m, pk->stack + from, (pk->sp - from) * sizeof(*pk->stack));
-		pk->sp--;
-		return pk_appends(pk, m);
-	}
 	case 's': /* SETITEM */
 		if (pk->sp < 3) {
 			pk_fail(pk, "SETITEM without a dict");
 			return false;
 		}
 		return pk_setitems(pk, pk->sp - 2);
-	case 'u': { /* SETITEMS */
-		size_t m = pk_mark(pk);
-		if (m == SIZE_MAX) {
-			return false;
-		}
-		memmove(pk->stack + m, pk->stack + m + 1, (pk->sp - m - 1) * sizeof(*pk->stack));
-		pk->sp--;
-		return pk_setitems(pk, m);
+	case 'e': /* APPENDS */
+	case 'u': /* SETITEMS */
+		return pk_op_fill_mark(pk, op);
+	default: return pk_op_unknown(pk, op);
 	}
+}
+
+/* One opcode: each family's handler; STOP hands the top of the stack to *root. */
+static bool pk_op(struct pk *pk, unsigned char op, struct pk_obj **root)
+{
+	switch (op) {
+	case 0x80: /* PROTO */
+	case 0x95: /* FRAME */
+		return pk_op_frame(pk, op);
+	case 'N': return pk_push(pk, pk_new(pk, PK_NONE));
+	case 0x88: case 0x89: case 'K': case 'M': case 'J': case 0x8a: case 'G':
+		return pk_op_scalar(pk, op);
+	case 'X': case 0x8c: case 'c': case 0x93:
+		return pk_op_name(pk, op);
+	case 'q': case 'r': case 0x94: case 'h': case 'j':
+		return pk_op_memo(pk, op);
+	case '}': case ']': case ')': case '(': case 't': case 0x85: case 0x86: case 0x87:
+	case 'a': case 'e': case 's': case 'u':
+		return pk_op_container(pk, op);
 	case 'Q': { /* BINPERSID */
 		struct pk_obj *pid = pk_pop(pk);
 		return pk_push(pk, pk_persistent(pk, pid));
@@ -697,9 +763,7 @@ static bool pk_op(struct pk *pk, unsigned char op, struct pk_obj **root)
 		*root = pk_pop(pk);
 		return *root != NULL;
 	default:
-		pk_fail(pk, "pickle opcode 0x%02x at byte %td is not one torch.save writes for plain "
-			"tensors, dicts and lists", op, pk->p - 1 - pk->start);
-		return false;
+		return pk_op_unknown(pk, op);
 	}
 }
 

@@ -931,25 +931,21 @@ static int panel_error(struct mp_svg *svg, int code)
 	return code;
 }
 
-int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
-		       struct mp_svg_panel **out)
+/* A new panel for spec (checked; its axes, padding and id copied, the id
+ * claimed), or NULL with svg's status set. svg's status is 0 on entry. */
+static struct mp_svg_panel *panel_new(struct mp_svg *svg, const struct mp_svg_panel_spec *spec)
 {
-	assert(svg && spec && out);
-	if (svg->status != 0) {
-		return svg->status;
-	}
-	if (svg->open) {
-		return panel_error(svg, MP_EUSAGE);
-	}
 	if (!axis_valid(&spec->x_axis) || !axis_valid(&spec->y_axis) || !isfinite(spec->x) ||
 	    !isfinite(spec->y) || !(spec->width > 0) || !(spec->height > 0) ||
 	    !(spec->pad >= 0) || !isfinite(spec->margin_left + spec->margin_right +
 					   spec->margin_top + spec->margin_bottom + spec->pad)) {
-		return panel_error(svg, MP_EINVAL);
+		panel_error(svg, MP_EINVAL);
+		return NULL;
 	}
 	struct mp_svg_panel *p = calloc(1, sizeof(*p));
 	if (!p) {
-		return panel_error(svg, MP_ENOMEM);
+		panel_error(svg, MP_ENOMEM);
+		return NULL;
 	}
 	p->svg = svg;
 	p->xa = spec->x_axis;
@@ -960,27 +956,27 @@ int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
 	p->id = spec->id ? dup_string(spec->id) : NULL;
 	if (spec->id && !p->id) {
 		panel_free(p);
-		return panel_error(svg, MP_ENOMEM);
+		panel_error(svg, MP_ENOMEM);
+		return NULL;
 	}
 	if (!use_id(svg, spec->id)) {
 		panel_free(p);
-		return svg->status;
+		return NULL;
 	}
+	return p;
+}
 
-	/* Margins: y tick labels decide the left one, so compute the y ticks
-	 * for a first guess of the height, then the x ticks for the width. */
+/* The plot area (p->x, y, w, h in px) and both axes' ticks: y tick labels
+ * decide the left margin, so the y ticks come first for a first guess of
+ * the height, then the x ticks for the width. False when the area left is
+ * too small for the padding. */
+static bool panel_layout(struct mp_svg_panel *p, const struct mp_svg_panel_spec *spec,
+			 struct ticks *xt, struct ticks *yt)
+{
 	double top = spec->margin_top > 0 ? spec->margin_top : (spec->title ? 30.0 : 12.0);
 	double bottom = spec->margin_bottom > 0 ? spec->margin_bottom
 						 : 24.0 + (spec->x_axis.label ? 20.0 : 0.0);
 	double ph = spec->height - top - bottom;
-	struct ticks *yt = calloc(1, sizeof(*yt));
-	struct ticks *xt = calloc(1, sizeof(*xt));
-	if (!yt || !xt) {
-		free(yt);
-		free(xt);
-		panel_free(p);
-		return panel_error(svg, MP_ENOMEM);
-	}
 	make_ticks(&p->ya, ph > 0 ? (size_t)(ph / 42.0) : 1, yt);
 	double left = spec->margin_left > 0
 			      ? spec->margin_left
@@ -1006,22 +1002,19 @@ int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
 		}
 	}
 	if (!(pw > 2 * p->pad + 10) || !(ph > 2 * p->pad + 10)) {
-		free(yt);
-		free(xt);
-		panel_free(p);
-		return panel_error(svg, MP_EINVAL);
+		return false;
 	}
 	p->x = spec->x + left;
 	p->y = spec->y + top;
 	p->w = pw;
 	p->h = ph;
+	return true;
+}
 
-	put(svg, "<g id=\"%s\" class=\"panel\">\n", spec->id);
-	put(svg, "<defs><clipPath id=\"%s-clip\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-		 "height=\"%.2f\"/></clipPath></defs>\n",
-	    spec->id, c2(p->x), c2(p->y), c2(p->w), c2(p->h));
-
-	/* Minor log gridlines (2..9 x 10^k) when decades are wide enough. */
+/* Minor log gridlines (2..9 x 10^k) when decades are wide enough. */
+static void put_minor_grid(struct mp_svg_panel *p)
+{
+	struct mp_svg *svg = p->svg;
 	for (int axis = 0; axis < 2; axis++) {
 		const struct mp_svg_axis *a = axis == 0 ? &p->xa : &p->ya;
 		double len = axis == 0 ? p->w : p->h;
@@ -1050,7 +1043,12 @@ int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
 		}
 		put(svg, "\"/>\n");
 	}
-	/* Major gridlines and ticks. */
+}
+
+/* Major gridlines, the frame, the tick marks and the tick labels. */
+static void put_major_ticks(struct mp_svg_panel *p, const struct ticks *xt, const struct ticks *yt)
+{
+	struct mp_svg *svg = p->svg;
 	put(svg, "<path class=\"grid\" stroke=\"#dddddd\" stroke-width=\"1\" fill=\"none\" d=\"");
 	for (size_t i = 0; i < xt->n; i++) {
 		put(svg, "M%.2f %.2fV%.2f", c2(mp_svg_panel_x(p, xt->v[i])), c2(p->y), c2(p->y + p->h));
@@ -1082,6 +1080,13 @@ int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
 		    c2(p->x - 8), c2(mp_svg_panel_y(p, yt->v[i]) + TICK_FONT * 0.35), TICK_FONT,
 		    yt->label[i]);
 	}
+}
+
+/* The axis labels (the y one rotated, clear of the widest y tick label) and the title. */
+static void put_axis_labels(struct mp_svg_panel *p, const struct mp_svg_panel_spec *spec,
+			    const struct ticks *yt)
+{
+	struct mp_svg *svg = p->svg;
 	if (spec->x_axis.label) {
 		put(svg, "<text class=\"axis-label x\" x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
 			 "font-size=\"%.0f\" fill=\"#222222\">",
@@ -1105,6 +1110,38 @@ int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
 		put_text(svg, spec->title);
 		put(svg, "</text>\n");
 	}
+}
+
+int mp_svg_panel_begin(struct mp_svg *svg, const struct mp_svg_panel_spec *spec,
+		       struct mp_svg_panel **out)
+{
+	assert(svg && spec && out);
+	if (svg->status != 0) {
+		return svg->status;
+	}
+	if (svg->open) {
+		return panel_error(svg, MP_EUSAGE);
+	}
+	struct mp_svg_panel *p = panel_new(svg, spec);
+	if (!p) {
+		return svg->status;
+	}
+	struct ticks *yt = calloc(1, sizeof(*yt));
+	struct ticks *xt = calloc(1, sizeof(*xt));
+	if (!yt || !xt || !panel_layout(p, spec, xt, yt)) {
+		int rc = !yt || !xt ? MP_ENOMEM : MP_EINVAL;
+		free(yt);
+		free(xt);
+		panel_free(p);
+		return panel_error(svg, rc);
+	}
+	put(svg, "<g id=\"%s\" class=\"panel\">\n", spec->id);
+	put(svg, "<defs><clipPath id=\"%s-clip\"><rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+		 "height=\"%.2f\"/></clipPath></defs>\n",
+	    spec->id, c2(p->x), c2(p->y), c2(p->w), c2(p->h));
+	put_minor_grid(p);
+	put_major_ticks(p, xt, yt);
+	put_axis_labels(p, spec, yt);
 	free(yt);
 	free(xt);
 	if (svg->status != 0) {
