@@ -86,6 +86,16 @@ t=$root/plans/traces/olmoe_github.csv
 expect_first "an option given twice" 2 "moeplan step: error: --ep given twice" step --ep 8 --ep 8
 expect_first "--slots not a multiple" 2 "moeplan place: error: --slots 3 is not a multiple of --gpus 16" \
 	place "$t" --gpus 16 --slots 3
+# --slots' documented range (README Limits: at most 4,096 slots per GPU) is
+# the option's own: outside it, a usage error before any file is read; at
+# the limit, the loads decide (olmoe has 64 experts: exit 1, not 2).
+PATTERN2="got '4097'" expect_usage "--slots beyond 4096 per GPU" \
+	"moeplan place: error: --slots: expected a multiple of --gpus 1 from 1 to 4096" \
+	place "$t" --gpus 1 --slots 4097
+PATTERN2="got '8194'" expect_usage "--slots beyond 4096 per GPU, 2 GPUs" \
+	"moeplan place: error: --slots: expected a multiple of --gpus 2 from 2 to 8192" \
+	place "$t" --gpus 2 --slots 8194
+expect_first "--slots at 4096 per GPU: the loads decide" 1 "$t:" place "$t" --gpus 2 --slots 8192
 expect_first "unknown long option" 2 "moeplan replan: error: unrecognized option '--x'" replan --x
 expect_first "missing value, long" 2 "moeplan replan: error: option '--plan' needs a value" replan --plan
 expect_first "missing value, short" 2 "moeplan place: error: option '-g' needs a value" place "$t" -g

@@ -15,8 +15,8 @@ enum {
 
 static const struct cli_opt place_options[] = {
 	{"gpus", 'g', "G", "number of GPUs in the expert-parallel group (required)", NULL},
-	{"slots", 's', "N", "physical expert slots in all, a multiple of G and at least the number of "
-		"experts (required)", NULL},
+	{"slots", 's', "N", "physical expert slots in all, a multiple of G, at least the number of "
+		"experts and at most 4096 per GPU (required)", NULL},
 	{"time-limit", 't', "SECONDS", "wall-clock safety net for the whole run (default 60; 0 = none): the search "
 		"is bounded by counted work, so plans are identical on any machine; layers the "
 		"limit stops say status time_limit", NULL},
@@ -199,6 +199,13 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 	if (a->slots % a->gpus != 0) {
 		return cli_usage("place", "--slots %u is not a multiple of --gpus %u: every GPU holds "
 				 "the same number of slots", a->slots, a->gpus);
+	}
+	if (a->slots / a->gpus > MP_MAX_SLOTS_PER_GPU) {
+		/* the documented range (README Limits), before any file is read */
+		return cli_usage("place", "--slots: expected a multiple of --gpus %u from %u to %llu "
+				 "(at most %u slots per GPU), got '%u'", a->gpus, a->gpus,
+				 (unsigned long long)a->gpus * MP_MAX_SLOTS_PER_GPU,
+				 MP_MAX_SLOTS_PER_GPU, a->slots);
 	}
 	if (a->opts.gpus_per_node != 0 && a->gpus % a->opts.gpus_per_node != 0) {
 		return cli_usage("place", "--gpus %u is not a multiple of --gpus-per-node %u", a->gpus,
