@@ -9,10 +9,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "moeplan/diag.h"
+#include "moeplan/loader.h"
+#include "moeplan/map.h"
 #include "moeplan/simulate.h"
 
 #include "cli-run.h"
@@ -544,6 +547,105 @@ static void simulate__cli_refuses_bad_input(void **state)
 	cli_result_free(&r);
 }
 
+/* Write text to path. */
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* The output from "gpus:" on (what follows names no input file). */
+static const char *from_gpus(const char *out)
+{
+	const char *p = strstr(out, "gpus:");
+	assert_non_null(p);
+	return p;
+}
+
+/* --plan with loads that name their rows' layers (README "Layer identity")
+ * simulates the plan's rows for those layers, matched by layer as check
+ * does, never by position, and refuses a layer the plan does not place. A
+ * new user's trial: loads naming layer 5 of a plan of layers 3 and 5 were
+ * applied to both rows (layers: 2). The reference is built by hand: the
+ * plan's layer-5 row written as a one-row engine map, the same loads
+ * without names. */
+static void simulate__loads_name_plan_layers(void **state)
+{
+	(void)state;
+	char base[64], trace[80], plan[80], row[80], named[80], plain[80];
+	snprintf(base, sizeof(base), "/tmp/moeplan-simulate-XXXXXX");
+	int fd = mkstemp(base);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(trace, sizeof(trace), "%s-trace.csv", base);
+	snprintf(plan, sizeof(plan), "%s-plan.json", base);
+	snprintf(row, sizeof(row), "%s-row5.json", base);
+	snprintf(named, sizeof(named), "%s-named.csv", base);
+	snprintf(plain, sizeof(plain), "%s-plain.csv", base);
+	/* 7 experts: layer 3 has a hot expert 0, layer 5 a hot expert 6 */
+	write_file(trace, "# layers: 3, 5\n8,1,1,1,1,1,1\n1,1,1,1,1,1,8\n");
+	struct cli_result r = cli_run("place", trace, "--gpus", "2", "--slots", "8", "-f", "json",
+				      "-o", plan, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	struct mp_placement map;
+	struct mp_diags d;
+	mp_placement_init(&map);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_map(plan, NULL, 0, &map, &d), 0);
+	assert_int_equal(map.n_layers, 2);
+	assert_int_equal(map.gpus * map.slots_per_gpu, 8);
+	/* the two rows differ, so a wrong row cannot give the same result */
+	assert_memory_not_equal(map.layers[0].slot_expert, map.layers[1].slot_expert,
+				8 * sizeof(uint32_t));
+	char text[256];
+	size_t n = (size_t)snprintf(text, sizeof(text), "[[");
+	for (uint32_t p = 0; p < 8; p++) {
+		n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%u", p ? ", " : "",
+				      map.layers[1].slot_expert[p]);
+	}
+	snprintf(text + n, sizeof(text) - n, "]]\n");
+	write_file(row, text);
+	mp_placement_finish(&map);
+	mp_diags_finish(&d);
+	write_file(named, "# layers: 5\n1,1,2,1,1,1,6\n");
+	write_file(plain, "1,1,2,1,1,1,6\n");
+
+	r = cli_run("simulate", "--plan", plan, "--loads", named, "--top-k", "2", "-r", "16",
+		    "--steps", "300", NULL);
+	struct cli_result ref = cli_run("simulate", "--plan", row, "--ep", "2", "--loads", plain,
+					"--top-k", "2", "-r", "16", "--steps", "300", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(ref.status, 0);
+	assert_non_null(strstr(r.out, "layers: 1\n"));
+	assert_string_equal(from_gpus(r.out), from_gpus(ref.out));
+	cli_result_free(&r);
+	cli_result_free(&ref);
+
+	/* a layer the plan does not place: refused, exit 1, nothing out */
+	write_file(named, "# layers: 4\n1,1,2,1,1,1,6\n");
+	r = cli_run("simulate", "--plan", plan, "--loads", named, "--top-k", "2", "-r", "16",
+		    "--steps", "30", NULL);
+	assert_int_equal(r.status, 1);
+	assert_string_equal(r.out, "");
+	assert_non_null(strstr(r.err, "names layer 4, but"));
+	assert_non_null(strstr(r.err, "places no such layer"));
+	cli_result_free(&r);
+	/* as many rows as the plan, other layers: never matched by position */
+	write_file(named, "# layers: 3, 4\n8,1,1,1,1,1,1\n1,1,1,1,1,1,8\n");
+	r = cli_run("simulate", "--plan", plan, "--loads", named, "--top-k", "2", "-r", "16",
+		    "--steps", "30", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "names layer 4, but"));
+	cli_result_free(&r);
+	const char *files[] = {base, trace, plan, row, named, plain};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		unlink(files[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +660,7 @@ int main(void)
 		cmocka_unit_test(simulate__prefer_local_keeps_visits_home),
 		cmocka_unit_test(simulate__reproducible_and_thread_independent),
 		cmocka_unit_test(simulate__layers_use_their_own_popularity),
+		cmocka_unit_test(simulate__loads_name_plan_layers),
 		cmocka_unit_test(simulate__default_layout_is_round_robin),
 		cmocka_unit_test(simulate__bad_inputs_are_refused),
 		cmocka_unit_test(simulate__cli_reproduces_article_figure),

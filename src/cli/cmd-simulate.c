@@ -352,6 +352,23 @@ int cmd_simulate(int argc, char **argv)
 			     n_experts, a.model ? "model's" : "map's");
 		goto out;
 	}
+	if (a.plan && a.loads && cli_map_rows_named(&map, &loads)) {
+		/* Loads whose rows name their layers (README "Layer identity")
+		 * simulate those rows of the plan, matched by layer as check
+		 * does (map-rows.c), never by position or one row for all. */
+		uint32_t *rows = NULL;
+		failed = a.plan;
+		rc = cli_map_rows_for(a.plan, a.phase, &map, a.loads, &loads, &rows);
+		if (rc == 0) {
+			rc = cli_map_select_rows(&map, rows, loads.n_layers, &map);
+		}
+		free(rows);
+		if (rc) {
+			rc = rc == MP_EINVAL ? 0 : rc; /* MP_EINVAL: said on stderr */
+			goto out;
+		}
+		failed = NULL;
+	}
 	const char *popularity = a.loads ? a.loads : "uniform";
 	uint32_t plan_top_k = 0;
 	if (a.plan) {
