@@ -87,28 +87,14 @@ static bool mul_ok(u128 a, u128 b, u128 *out)
 	return true;
 }
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
+/* wd[e] = M_e D for expert e (by id), *rmax the replica-count limit
+ * (pl_x_scale: D <= 2^100, loads within 60 binary orders); false when it
+ * does not fit. */
+static bool scale_loads(const struct pl_prob *prob, uint32_t *rmax, u128 *wd)
 {
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
-/* wd[e] = M_e D for expert e (by id); false when it does not fit. */
-static bool scale_loads(const struct pl_prob *prob, uint32_t rmax, u128 *wd)
-{
-	u128 d = 1;
-	for (uint32_t r = 2; r <= rmax; r++) {
-		uint64_t g = gcd64((uint64_t)(d % r), r);
-		if (!mul_ok(d, r / g, &d) || d > ((u128)1 << 100)) {
-			return false;
-		}
-	}
+	u128 d = 0;
 	int k = 0;
-	if (!pl_x_mantissas(prob, 60, wd, &k)) {
+	if (!pl_x_scale(prob, (u128)1 << 100, 60, rmax, &d, wd, &k)) {
 		return false;
 	}
 	u128 total = 0;
@@ -501,22 +487,14 @@ enum pl_bb_result pl_bb_solve(const struct pl_prob *prob, struct pl_sol *best, u
 	if (prob->G > BB_MAX_G || prob->S > prob->E) {
 		return PL_BB_SKIPPED;
 	}
-	struct bb b;
-	memset(&b, 0, sizeof(b));
-	b.prob = prob;
-	b.E = prob->E;
-	b.G = prob->G;
-	b.S = prob->S;
-	b.N = prob->N;
-	b.rmax = prob->N - prob->E + 1 < prob->G ? prob->N - prob->E + 1 : prob->G;
-	b.best = best;
-	b.max_nodes = max_nodes;
+	struct bb b = {.prob = prob, .E = prob->E, .G = prob->G, .S = prob->S, .N = prob->N,
+		       .best = best, .max_nodes = max_nodes};
 	enum pl_bb_result res = PL_BB_NOMEM;
 	u128 *wd_id = calloc(prob->E, sizeof(*wd_id));
 	if (!wd_id || bb_alloc(&b) != 0) {
 		goto out;
 	}
-	if (!scale_loads(prob, b.rmax, wd_id)) {
+	if (!scale_loads(prob, &b.rmax, wd_id)) {
 		res = PL_BB_SKIPPED;
 		goto out;
 	}

@@ -109,31 +109,14 @@ struct xc {
 
 /* --- scaling --- */
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-	while (b) {
-		uint64_t t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* wd[e] = M_e D by expert id (pl_x_mantissas, less their common power of
  * two), *total their sum; false when it does not fit 110 bits (so that
  * G T and sums of S replicas stay within 128). */
-static bool xc_scale(const struct pl_prob *prob, uint32_t rmax, u128 *wd, u128 *total)
+static bool xc_scale(const struct pl_prob *prob, uint32_t *rmax, u128 *wd, u128 *total)
 {
-	uint64_t d = 1;
-	for (uint32_t r = 2; r <= rmax; r++) {
-		uint64_t q = r / gcd64(d % r, r);
-		if (d > (UINT64_C(1) << 62) / q) {
-			return false;
-		}
-		d *= q;
-	}
-	int k;
-	if (!pl_x_mantissas(prob, 44, wd, &k)) {
+	u128 d = 0;
+	int k = 0;
+	if (!pl_x_scale(prob, (u128)1 << 62, 44, rmax, &d, wd, &k)) {
 		return false;
 	}
 	u128 all = 0;
@@ -662,22 +645,14 @@ enum pl_bb_result pl_xcfg_solve(const struct pl_prob *prob, struct pl_sol *best,
 	if (!pl_xcfg_fits(prob)) {
 		return PL_BB_SKIPPED;
 	}
-	struct xc x;
-	memset(&x, 0, sizeof(x));
-	x.prob = prob;
-	x.E = prob->E;
-	x.G = prob->G;
-	x.S = prob->S;
-	x.N = prob->N;
-	x.rmax = prob->N - prob->E + 1 < prob->G ? prob->N - prob->E + 1 : prob->G;
-	x.best = best;
-	x.max_work = max_work;
+	struct xc x = {.prob = prob, .E = prob->E, .G = prob->G, .S = prob->S, .N = prob->N,
+		       .best = best, .max_work = max_work};
 	enum pl_bb_result res = PL_BB_NOMEM;
 	u128 *wd_id = calloc(prob->E, sizeof(*wd_id));
 	if (!wd_id || xc_alloc(&x) != 0) {
 		goto out;
 	}
-	if (!xc_scale(prob, x.rmax, wd_id, &x.W)) {
+	if (!xc_scale(prob, &x.rmax, wd_id, &x.W)) {
 		res = PL_BB_SKIPPED;
 		goto out;
 	}

@@ -307,3 +307,30 @@ bool pl_x_mantissas(const struct pl_prob *prob, int max_shift, pl_u128 *m, int *
 	*k = kmin;
 	return true;
 }
+
+/* Greatest common divisor (Euclid); gcd(a, 0) = a. */
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+bool pl_x_scale(const struct pl_prob *prob, pl_u128 max_d, int max_shift, uint32_t *rmax,
+		pl_u128 *d, pl_u128 *m, int *k)
+{
+	*rmax = prob->N - prob->E + 1 < prob->G ? prob->N - prob->E + 1 : prob->G;
+	pl_u128 lcm = 1;
+	for (uint32_t r = 2; r <= *rmax; r++) {
+		uint64_t q = r / gcd64((uint64_t)(lcm % r), r);
+		if (lcm > max_d / q) { /* lcm q > max_d */
+			return false;
+		}
+		lcm *= q;
+	}
+	*d = lcm;
+	return pl_x_mantissas(prob, max_shift, m, k);
+}

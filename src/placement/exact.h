@@ -62,6 +62,20 @@ __extension__ typedef unsigned __int128 pl_u128;
  * their own denominators. */
 bool pl_x_mantissas(const struct pl_prob *prob, int max_shift, pl_u128 *m, int *k);
 
+/* The common scale of the exact searches (exact-bb.c, exact-config.c),
+ * which count loads in integers over replica counts r = 1 .. *rmax:
+ * *rmax = min(N - E + 1, G) replicas, the most one expert can have in a
+ * duplicate-free plan (every other expert keeps one of the N slots; a GPU
+ * holds one replica at most). *d = lcm(1, ..., rmax), dimensionless, so
+ * that m[e] D / r is an integer for every r <= rmax. m[E] and *k as
+ * pl_x_mantissas(prob, max_shift): w_e = m[e] 2^k in the loads' units
+ * (tokens), so m[e] D / r counts w_e / r in units of 2^k / D tokens
+ * exactly. Returns false (the layer does not fit) when D would exceed
+ * max_d or the loads span more than max_shift binary orders. The caller
+ * multiplies m[e] by D within its own bit limits. */
+bool pl_x_scale(const struct pl_prob *prob, pl_u128 max_d, int max_shift, uint32_t *rmax,
+		pl_u128 *d, pl_u128 *m, int *k);
+
 /* A double b computed from the loads in floating point (sums and quotients
  * of at most S + E terms) lowered by a proven bound on its rounding error,
  * so that a bound valid in exact arithmetic stays valid: b * (1 - (E + S +
