@@ -209,6 +209,21 @@ struct step_search {
 	struct best_step b;
 };
 
+/* One reassignment candidate, counted and scored: slot p (of GPU p / S,
+ * holding expert st->slot[p]) goes to expert f. */
+static void consider_reassign(struct step_search *ss, uint32_t p, uint32_t f)
+{
+	const struct rp_state *st = ss->st;
+	const struct rp_instance *inst = ss->inst;
+	double m1;
+	double m2;
+	eval_reassign(st, inst, ss->work, p, f, &m1, &m2);
+	ss->work->evals++;
+	struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
+	int dm = rp_move_delta(st, inst, p / inst->S, st->slot[p], f);
+	consider(&ss->b, st, inst, m1, m2, dm, ss->budget, s, ss->cur1, ss->cur2);
+}
+
 /* A: a slot of the busiest GPU goes to an expert it does not hold. */
 static void try_reassign_busiest(struct step_search *ss)
 {
@@ -216,8 +231,6 @@ static void try_reassign_busiest(struct step_search *ss)
 	const struct rp_instance *inst = ss->inst;
 	uint32_t m = ss->m;
 	uint32_t S = inst->S;
-	double m1;
-	double m2;
 	for (uint32_t p = m * S; p < (m + 1) * S; p++) {
 		uint32_t e = st->slot[p];
 		if (st->replicas[e] < 2) {
@@ -227,11 +240,7 @@ static void try_reassign_busiest(struct step_search *ss)
 			if (f == e || count_get(st->count, inst, m, f)) {
 				continue;
 			}
-			eval_reassign(st, inst, ss->work, p, f, &m1, &m2);
-			ss->work->evals++;
-			struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
-			consider(&ss->b, st, inst, m1, m2, rp_move_delta(st, inst, m, e, f), ss->budget, s,
-				 ss->cur1, ss->cur2);
+			consider_reassign(ss, p, f);
 		}
 	}
 }
@@ -244,8 +253,6 @@ static void try_new_replica(struct step_search *ss)
 	struct rp_work *work = ss->work;
 	uint32_t m = ss->m;
 	uint32_t S = inst->S;
-	double m1;
-	double m2;
 	if (++work->expert_mark == 0) {
 		memset(work->expert_stamp, 0, sizeof(*work->expert_stamp) * inst->E);
 		work->expert_mark = 1;
@@ -262,11 +269,7 @@ static void try_new_replica(struct step_search *ss)
 			if (h == m || e == f || st->replicas[e] < 2 || count_get(st->count, inst, h, f)) {
 				continue;
 			}
-			eval_reassign(st, inst, work, p, f, &m1, &m2);
-			work->evals++;
-			struct rp_step s = {.p = p, .f = f, .q = UINT32_MAX};
-			consider(&ss->b, st, inst, m1, m2, rp_move_delta(st, inst, h, e, f), ss->budget, s,
-				 ss->cur1, ss->cur2);
+			consider_reassign(ss, p, f);
 		}
 	}
 }
