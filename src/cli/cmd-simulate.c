@@ -275,6 +275,121 @@ static int place_layout(const struct simulate_args *a, const struct mp_loads *lo
 	return rc;
 }
 
+/* The inputs named on the command line (model, plan, loads), read in that
+ * order. Returns 0 or the first error's code, *failed then the file it
+ * names (NULL on success). */
+static int read_inputs(const struct simulate_args *a, struct mp_model *model,
+		       struct mp_placement *map, struct mp_loads *loads, struct mp_diags *diags,
+		       const char **failed)
+{
+	int rc = 0;
+	if (a->model) {
+		*failed = a->model;
+		rc = mp_load_model(a->model, model, diags);
+		if (rc) {
+			return rc;
+		}
+	}
+	if (a->plan) {
+		*failed = a->plan;
+		rc = mp_load_map(a->plan, a->phase, a->ep, map, diags);
+		if (rc) {
+			return rc;
+		}
+	}
+	if (a->loads) {
+		*failed = a->loads;
+		rc = mp_load_loads(a->loads, loads, diags);
+		if (rc) {
+			return rc;
+		}
+	}
+	*failed = NULL;
+	return 0;
+}
+
+/* The plan and the loads agree with n_experts (the model's, else the
+ * map's, else the loads'), and loads whose rows name their layers keep
+ * the plan's rows for those layers. False when they do not (said in
+ * diags; *rc 0) or on an error (*rc, *failed the file it names). */
+static bool match_inputs(const struct simulate_args *a, const struct mp_model *model,
+			 struct mp_placement *map, struct mp_loads *loads, uint32_t n_experts,
+			 struct mp_diags *diags, int *rc, const char **failed)
+{
+	if (a->plan && a->model && map->n_experts > model->routed_experts) {
+		mp_diags_add(diags, a->plan, 0, 0, MP_EINVAL,
+			     "expert ids go up to %u but the model '%s' has %u routed experts",
+			     map->n_experts - 1, a->model, model->routed_experts);
+		return false;
+	}
+	if (a->plan) {
+		/* A map's expert count is its largest id + 1; the model's
+		 * count is authoritative when both are known. */
+		map->n_experts = n_experts;
+	}
+	if (a->loads && loads->n_experts != n_experts) {
+		mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL,
+			     "%u experts per layer, expected %u (the %s)", loads->n_experts,
+			     n_experts, a->model ? "model's" : "map's");
+		return false;
+	}
+	if (a->plan && a->loads && cli_map_rows_named(map, loads)) {
+		/* Loads whose rows name their layers (README "Layer identity")
+		 * simulate those rows of the plan, matched by layer as check
+		 * does (map-rows.c), never by position or one row for all. */
+		uint32_t *rows = NULL;
+		*failed = a->plan;
+		*rc = cli_map_rows_for(a->plan, a->phase, map, a->loads, loads, &rows);
+		if (*rc == 0) {
+			*rc = cli_map_select_rows(map, rows, loads->n_layers, map);
+		}
+		free(rows);
+		if (*rc) {
+			*rc = *rc == MP_EINVAL ? 0 : *rc; /* MP_EINVAL: said on stderr */
+			return false;
+		}
+		*failed = NULL;
+	}
+	return true;
+}
+
+/* The popularity to report (the loads file, "uniform", or the plan's
+ * own); with a plan, *plan_top_k gets the top-k it records (0 if none),
+ * and without --loads its expert_loads become the loads (a->loads then
+ * names the plan). */
+static const char *plan_traffic(struct simulate_args *a, struct mp_loads *loads,
+				uint32_t *plan_top_k)
+{
+	const char *popularity = a->loads ? a->loads : "uniform";
+	*plan_top_k = 0;
+	if (!a->plan) {
+		return popularity;
+	}
+	/* What the plan records: its top-k and the popularity it was
+	 * planned for (routed unless --loads says otherwise). */
+	struct mp_loads planned;
+	mp_loads_init(&planned);
+	/* A map that is not a moeplan plan (a torch .pt, an engine's
+	 * JSON) records neither: its diagnostics are not the user's. */
+	struct mp_diags quiet;
+	mp_diags_init(&quiet);
+	if (mp_load_plan_traffic(a->plan, plan_top_k, &planned, &quiet) != 0) {
+		*plan_top_k = 0;
+		mp_loads_finish(&planned);
+		mp_loads_init(&planned);
+	}
+	mp_diags_finish(&quiet);
+	if (!a->loads && planned.n_layers > 0) {
+		mp_loads_finish(loads);
+		*loads = planned;
+		a->loads = a->plan;
+		popularity = "the plan's expert_loads";
+	} else {
+		mp_loads_finish(&planned);
+	}
+	return popularity;
+}
+
 int cmd_simulate(int argc, char **argv)
 {
 	struct simulate_args a = {
@@ -301,28 +416,10 @@ int cmd_simulate(int argc, char **argv)
 	mp_loads_init(&loads);
 	mp_simulate_result_init(&res);
 
-	if (a.model) {
-		failed = a.model;
-		rc = mp_load_model(a.model, &model, &diags);
-		if (rc) {
-			goto out;
-		}
+	rc = read_inputs(&a, &model, &map, &loads, &diags, &failed);
+	if (rc) {
+		goto out;
 	}
-	if (a.plan) {
-		failed = a.plan;
-		rc = mp_load_map(a.plan, a.phase, a.ep, &map, &diags);
-		if (rc) {
-			goto out;
-		}
-	}
-	if (a.loads) {
-		failed = a.loads;
-		rc = mp_load_loads(a.loads, &loads, &diags);
-		if (rc) {
-			goto out;
-		}
-	}
-	failed = NULL;
 	if (a.tokens_per_request == 0) {
 		/* the default of plan, fit and roofline */
 		a.tokens_per_request = 1 + (a.model ? model.drafter.moe_stages : 0);
@@ -335,66 +432,11 @@ int cmd_simulate(int argc, char **argv)
 	uint32_t n_experts = a.model ? model.routed_experts
 				     : a.plan  ? map.n_experts
 						: loads.n_experts;
-	if (a.plan && a.model && map.n_experts > model.routed_experts) {
-		mp_diags_add(&diags, a.plan, 0, 0, MP_EINVAL,
-			     "expert ids go up to %u but the model '%s' has %u routed experts",
-			     map.n_experts - 1, a.model, model.routed_experts);
+	if (!match_inputs(&a, &model, &map, &loads, n_experts, &diags, &rc, &failed)) {
 		goto out;
 	}
-	if (a.plan) {
-		/* A map's expert count is its largest id + 1; the model's
-		 * count is authoritative when both are known. */
-		map.n_experts = n_experts;
-	}
-	if (a.loads && loads.n_experts != n_experts) {
-		mp_diags_add(&diags, a.loads, 0, 0, MP_EINVAL,
-			     "%u experts per layer, expected %u (the %s)", loads.n_experts,
-			     n_experts, a.model ? "model's" : "map's");
-		goto out;
-	}
-	if (a.plan && a.loads && cli_map_rows_named(&map, &loads)) {
-		/* Loads whose rows name their layers (README "Layer identity")
-		 * simulate those rows of the plan, matched by layer as check
-		 * does (map-rows.c), never by position or one row for all. */
-		uint32_t *rows = NULL;
-		failed = a.plan;
-		rc = cli_map_rows_for(a.plan, a.phase, &map, a.loads, &loads, &rows);
-		if (rc == 0) {
-			rc = cli_map_select_rows(&map, rows, loads.n_layers, &map);
-		}
-		free(rows);
-		if (rc) {
-			rc = rc == MP_EINVAL ? 0 : rc; /* MP_EINVAL: said on stderr */
-			goto out;
-		}
-		failed = NULL;
-	}
-	const char *popularity = a.loads ? a.loads : "uniform";
 	uint32_t plan_top_k = 0;
-	if (a.plan) {
-		/* What the plan records: its top-k and the popularity it was
-		 * planned for (routed unless --loads says otherwise). */
-		struct mp_loads planned;
-		mp_loads_init(&planned);
-		/* A map that is not a moeplan plan (a torch .pt, an engine's
-		 * JSON) records neither: its diagnostics are not the user's. */
-		struct mp_diags quiet;
-		mp_diags_init(&quiet);
-		if (mp_load_plan_traffic(a.plan, &plan_top_k, &planned, &quiet) != 0) {
-			plan_top_k = 0;
-			mp_loads_finish(&planned);
-			mp_loads_init(&planned);
-		}
-		mp_diags_finish(&quiet);
-		if (!a.loads && planned.n_layers > 0) {
-			mp_loads_finish(&loads);
-			loads = planned;
-			a.loads = a.plan;
-			popularity = "the plan's expert_loads";
-		} else {
-			mp_loads_finish(&planned);
-		}
-	}
+	const char *popularity = plan_traffic(&a, &loads, &plan_top_k);
 	struct mp_simulate_options opts;
 	mp_simulate_options_init(&opts);
 	opts.tokens_per_gpu = a.requests * a.tokens_per_request;
