@@ -86,6 +86,68 @@ struct place_args {
 	struct mp_place_options opts;
 };
 
+/* After the options: the one LOADS operand, then the options checked
+ * together (slots per GPU, nodes, groups, exports, outputs that are
+ * inputs, outputs that cannot be written). Returns 0 to go on, else the
+ * exit status. */
+static int check_args(int argc, char **argv, struct place_args *a)
+{
+	if (optind >= argc) {
+		return cli_usage("place", "LOADS is required");
+	}
+	if (optind + 1 < argc) {
+		return cli_usage("place", "unexpected argument '%s'", argv[optind + 1]);
+	}
+	a->loads = argv[optind];
+	if (!a->have_gpus || !a->have_slots) {
+		return cli_usage("place", "--gpus G and --slots N are required");
+	}
+	if (a->slots % a->gpus != 0) {
+		return cli_usage("place", "--slots %u is not a multiple of --gpus %u: every GPU holds "
+				 "the same number of slots", a->slots, a->gpus);
+	}
+	if (a->slots / a->gpus > MP_MAX_SLOTS_PER_GPU) {
+		/* the documented range (README Limits), before any file is read */
+		return cli_usage("place", "--slots: expected a multiple of --gpus %u from %u to %llu "
+				 "(at most %u slots per GPU), got '%u'", a->gpus, a->gpus,
+				 (unsigned long long)a->gpus * MP_MAX_SLOTS_PER_GPU,
+				 MP_MAX_SLOTS_PER_GPU, a->slots);
+	}
+	if (a->opts.gpus_per_node != 0 && a->gpus % a->opts.gpus_per_node != 0) {
+		return cli_usage("place", "--gpus %u is not a multiple of --gpus-per-node %u", a->gpus,
+				 a->opts.gpus_per_node);
+	}
+	if (a->have_balance && a->have_groups) {
+		return cli_usage("place", "--balance-nodes and --group-limited exclude each other: "
+				 "group-limited placement fixes which node carries each group's load");
+	}
+	if ((a->have_balance || a->have_groups) && a->opts.gpus_per_node == 0) {
+		return cli_usage("place", "--%s needs --gpus-per-node N",
+				 a->have_balance ? "balance-nodes" : "group-limited");
+	}
+	if (a->have_groups && a->opts.n_groups % (a->gpus / a->opts.gpus_per_node) != 0) {
+		return cli_usage("place", "--group-limited %u: every node holds the same number of "
+				 "groups, so GROUPS must be a multiple of the %u nodes (--gpus %u / "
+				 "--gpus-per-node %u)", a->opts.n_groups, a->gpus / a->opts.gpus_per_node,
+				 a->gpus, a->opts.gpus_per_node);
+	}
+	if (a->export_output && !a->export_format) {
+		return cli_usage("place", "--export-output needs --export sglang");
+	}
+	if (a->export_format && !cli_export_name_ok("place", a->export_output ? a->export_output : a->output)) {
+		return EXIT_USAGE;
+	}
+	const char *outs[] = {a->output, a->export_output};
+	for (size_t i = 0; i < 2; i++) {
+		if (outs[i] && (cli_same_file(outs[i], a->loads) || (a->model && cli_same_file(outs[i], a->model)))) {
+			return cli_usage("place", "'%s' is an input; refusing to overwrite it", outs[i]);
+		}
+	}
+	return cli_check_outputs(outs, 2);
+}
+
+/* The options into *a, then check_args. Returns 0 to go on, -1 after
+ * --help, else the exit status. */
 static int parse_args(int argc, char **argv, struct place_args *a)
 {
 	struct cli_parser parser;
@@ -186,58 +248,7 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 	if (c != CLI_PARSE_END) {
 		return c == CLI_PARSE_HELP ? -1 : EXIT_USAGE;
 	}
-	if (optind >= argc) {
-		return cli_usage("place", "LOADS is required");
-	}
-	if (optind + 1 < argc) {
-		return cli_usage("place", "unexpected argument '%s'", argv[optind + 1]);
-	}
-	a->loads = argv[optind];
-	if (!a->have_gpus || !a->have_slots) {
-		return cli_usage("place", "--gpus G and --slots N are required");
-	}
-	if (a->slots % a->gpus != 0) {
-		return cli_usage("place", "--slots %u is not a multiple of --gpus %u: every GPU holds "
-				 "the same number of slots", a->slots, a->gpus);
-	}
-	if (a->slots / a->gpus > MP_MAX_SLOTS_PER_GPU) {
-		/* the documented range (README Limits), before any file is read */
-		return cli_usage("place", "--slots: expected a multiple of --gpus %u from %u to %llu "
-				 "(at most %u slots per GPU), got '%u'", a->gpus, a->gpus,
-				 (unsigned long long)a->gpus * MP_MAX_SLOTS_PER_GPU,
-				 MP_MAX_SLOTS_PER_GPU, a->slots);
-	}
-	if (a->opts.gpus_per_node != 0 && a->gpus % a->opts.gpus_per_node != 0) {
-		return cli_usage("place", "--gpus %u is not a multiple of --gpus-per-node %u", a->gpus,
-				 a->opts.gpus_per_node);
-	}
-	if (a->have_balance && a->have_groups) {
-		return cli_usage("place", "--balance-nodes and --group-limited exclude each other: "
-				 "group-limited placement fixes which node carries each group's load");
-	}
-	if ((a->have_balance || a->have_groups) && a->opts.gpus_per_node == 0) {
-		return cli_usage("place", "--%s needs --gpus-per-node N",
-				 a->have_balance ? "balance-nodes" : "group-limited");
-	}
-	if (a->have_groups && a->opts.n_groups % (a->gpus / a->opts.gpus_per_node) != 0) {
-		return cli_usage("place", "--group-limited %u: every node holds the same number of "
-				 "groups, so GROUPS must be a multiple of the %u nodes (--gpus %u / "
-				 "--gpus-per-node %u)", a->opts.n_groups, a->gpus / a->opts.gpus_per_node,
-				 a->gpus, a->opts.gpus_per_node);
-	}
-	if (a->export_output && !a->export_format) {
-		return cli_usage("place", "--export-output needs --export sglang");
-	}
-	if (a->export_format && !cli_export_name_ok("place", a->export_output ? a->export_output : a->output)) {
-		return EXIT_USAGE;
-	}
-	const char *outs[] = {a->output, a->export_output};
-	for (size_t i = 0; i < 2; i++) {
-		if (outs[i] && (cli_same_file(outs[i], a->loads) || (a->model && cli_same_file(outs[i], a->model)))) {
-			return cli_usage("place", "'%s' is an input; refusing to overwrite it", outs[i]);
-		}
-	}
-	return cli_check_outputs(outs, 2);
+	return check_args(argc, argv, a);
 }
 
 /* --model: keep the loads' MoE rows (mp_plan_layers) and number them for
