@@ -365,7 +365,7 @@ static int str_tag_marks(const struct ld_text *text, size_t **out, size_t *n_out
  * Only a file with a '!' in it is parsed a second time for the tags. */
 static void mark_str_tagged(struct ld *ld, const struct ld_text *text)
 {
-	if (!memchr(text->data, '!', text->size)) {
+	if (!text->data || !memchr(text->data, '!', text->size)) {
 		return;
 	}
 	size_t *marks = NULL, n_marks = 0;
