@@ -582,6 +582,54 @@ static void regression_mixtral_c4_16x3(void **state)
 	}
 }
 
+/* Qwen1.5-MoE, bookcorpus, layers 0 and 2 (plans/traces/qwen15moe_bookcorpus.csv,
+ * 60 experts) on 8 GPUs x 8 slots: the benchmark's "qwen1.5 book 64/EP8".
+ * Both sums are 1,966,080, a multiple of 8, and the mean 245,760 bounds
+ * every plan; the test checks in integers that every GPU carries exactly
+ * the mean (each load times L = 840, the lcm of 1..8, against sum * 840 /
+ * 8), so the plans are optimal independently of the library. Before the
+ * exact fill (exact-fill.c) moeplan stopped at 245,761.5 and 245,761,
+ * "feasible": the swap search found no exact plan there. */
+static void regression_qwen_8x8(void **state)
+{
+	(void)state;
+	static const uint64_t loads[2][60] = {
+		{ 9356, 44567, 26888, 106141, 77028, 80, 21461, 16203, 24824, 116757, 31759, 50764, 9484,
+		  1837, 6849, 13185, 84456, 17344, 39383, 23049, 42364, 10221, 2651, 33740, 8192, 182835,
+		  32447, 8925, 36164, 2777, 7132, 47553, 42904, 6779, 39086, 3798, 18617, 8940, 45922,
+		  106851, 28973, 38030, 5775, 27636, 17928, 2733, 52697, 19212, 67545, 16102, 111111, 16795,
+		  23194, 24781, 25680, 26413, 4256, 11648, 17561, 18697 },
+		{ 99865, 84965, 3402, 8092, 8877, 23567, 86658, 512, 7376, 45264, 3209, 22849, 16583, 24331,
+		  40911, 32743, 13723, 10652, 22283, 17384, 17619, 47200, 22743, 142364, 3871, 45491, 16610,
+		  118146, 489, 650, 69224, 5721, 13915, 33041, 982, 28473, 1751, 21548, 11529, 6663, 257,
+		  95912, 4567, 17359, 9808, 144600, 11899, 5497, 1828, 93415, 11775, 16151, 0, 18823, 1540,
+		  63047, 62584, 105586, 23800, 96356 },
+	};
+	for (int l = 0; l < 2; l++) {
+		double w[60];
+		uint64_t sum = 0;
+		for (int e = 0; e < 60; e++) {
+			w[e] = (double)loads[l][e];
+			sum += loads[l][e];
+		}
+		assert_true(sum % 8 == 0);
+		struct mp_placement pl;
+		struct mp_layer_placement *lp = place_one(&pl, w, 60, 8, 8);
+		for (uint32_t g = 0; g < 8; g++) {
+			uint64_t v = 0;
+			for (uint32_t s = 0; s < 8; s++) {
+				uint32_t e = lp->slot_expert[g * 8 + s];
+				assert_true(e < 60 && 840 % lp->replicas[e] == 0);
+				v += loads[l][e] * (840 / lp->replicas[e]);
+			}
+			assert_true(v == sum * 840 / 8);
+		}
+		assert_int_equal(lp->status, MP_PLACE_OPTIMAL);
+		assert_true(lp->lower_bound == (double)sum / 8);
+		mp_placement_finish(&pl);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -593,6 +641,7 @@ int main(void)
 		cmocka_unit_test(config_lp_window_bound),
 		cmocka_unit_test(contents_random_instances),
 		cmocka_unit_test(regression_mixtral_c4_16x3),
+		cmocka_unit_test(regression_qwen_8x8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

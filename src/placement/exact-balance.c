@@ -94,9 +94,8 @@ static uint64_t binom_capped(uint32_t n, uint32_t k)
 	return c;
 }
 
-/* item[e] = M_e D / r_e and the mean T; false when they do not fit in
- * 120 bits or T is not an integer. */
-static bool bal_scale(const struct pl_prob *prob, const uint32_t *r, u128 *item, u128 *t_out)
+/* item[e] = M_e D / r_e and the mean T (exact.h). */
+bool pl_x_scale_counts(const struct pl_prob *prob, const uint32_t *r, pl_u128 *item, pl_u128 *t_out)
 {
 	u128 d = 1;
 	for (uint32_t e = 0; e < prob->E; e++) {
@@ -661,7 +660,7 @@ static int bal_init(struct bal *b, const struct pl_prob *prob, const struct pl_s
 		return MP_ENOMEM;
 	}
 	memcpy(b->slot, sol->slot, sizeof(*b->slot) * prob->N);
-	return bal_scale(prob, sol->r, b->item, t_out) ? 0 : 1;
+	return pl_x_scale_counts(prob, sol->r, b->item, t_out) ? 0 : 1;
 }
 
 /* One search on the replica counts and packing of sol (slots only are
@@ -758,7 +757,7 @@ static bool viable(const struct pl_prob *prob, const uint32_t *r, struct pl_work
 {
 	u128 *item = calloc(prob->E, sizeof(*item));
 	u128 t = 0;
-	bool ok = item && bal_scale(prob, r, item, &t);
+	bool ok = item && pl_x_scale_counts(prob, r, item, &t);
 	(void)work;
 	free(item);
 	return ok;

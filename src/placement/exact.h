@@ -124,6 +124,14 @@ enum pl_bb_result pl_xcfg_solve(const struct pl_prob *prob, struct pl_sol *best,
 
 /* --- exact balancing (exact-balance.c) --- */
 
+/* The replica loads for counts r[E] as integers of one unit: item[e] =
+ * M_e D / r_e (w_e = M_e 2^k as in pl_x_mantissas, D the lcm of the counts),
+ * and *t = sum_e item[e] r[e] / G, the mean in the same unit, exactly.
+ * False when D exceeds 2^40, the total exceeds 2^120, or the mean is not a
+ * whole number of units (then no plan with these counts has every GPU at
+ * the mean). */
+bool pl_x_scale_counts(const struct pl_prob *prob, const uint32_t *r, pl_u128 *item, pl_u128 *t);
+
 /* Look for a plan with best's replica counts whose every GPU carries
  * exactly the mean load (then optimal), by subset swaps between GPUs in
  * exact integers, within max_work subsets looked at (deterministic). On
@@ -133,6 +141,20 @@ enum pl_bb_result pl_xcfg_solve(const struct pl_prob *prob, struct pl_sol *best,
  * MP_ENOMEM. */
 int pl_balance_exact(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_work,
 		     bool *found);
+
+/* --- exactly balanced plans by sequential fill (exact-fill.c) --- */
+
+/* Look for a plan whose every GPU carries exactly the mean (then optimal),
+ * built from scratch with counts that divide the loads where a divisor
+ * allows it, then with best's replica counts: GPUs filled one at a time with
+ * an exact completion from a hash of the loads left, the last ones split
+ * exactly by meet-in-the-middle; seeded randomness, max_work counted steps
+ * (deterministic). On success best is replaced (through pl_x_accept) and
+ * *found is true. Skips (0, *found false) layers with S < 2 or S > 16
+ * slots per GPU, G < 3, N > 512, a mean that is not a whole number of
+ * units, or fewer than one exactly balanced packing expected (the estimate
+ * of tests/bench/perfect-count.py). Returns 0 or MP_ENOMEM. */
+int pl_fill_exact(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_work, bool *found);
 
 /* --- the weighted split at the mean (exact-split.c) --- */
 
