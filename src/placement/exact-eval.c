@@ -308,11 +308,10 @@ bool pl_x_mantissas(const struct pl_prob *prob, int max_shift, pl_u128 *m, int *
 	return true;
 }
 
-/* Greatest common divisor (Euclid); gcd(a, 0) = a. */
-static uint64_t gcd64(uint64_t a, uint64_t b)
+pl_u128 pl_x_gcd(pl_u128 a, pl_u128 b)
 {
 	while (b) {
-		uint64_t t = a % b;
+		pl_u128 t = a % b;
 		a = b;
 		b = t;
 	}
@@ -325,7 +324,7 @@ bool pl_x_scale(const struct pl_prob *prob, pl_u128 max_d, int max_shift, uint32
 	*rmax = prob->N - prob->E + 1 < prob->G ? prob->N - prob->E + 1 : prob->G;
 	pl_u128 lcm = 1;
 	for (uint32_t r = 2; r <= *rmax; r++) {
-		uint64_t q = r / gcd64((uint64_t)(lcm % r), r);
+		uint64_t q = r / (uint64_t)pl_x_gcd(lcm % r, r);
 		if (lcm > max_d / q) { /* lcm q > max_d */
 			return false;
 		}

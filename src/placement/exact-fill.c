@@ -572,16 +572,6 @@ static void fill_free(struct fill *f)
 	free(f->bsize);
 }
 
-static pl_u128 gcd_u128(pl_u128 a, pl_u128 b)
-{
-	while (b) {
-		pl_u128 t = a % b;
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
 /* log10 of the expected number of exactly balanced packings of these
  * replicas (tests/bench/perfect-count.py, which gives the derivation and
  * its sources: the first-moment estimate of random number partitioning):
@@ -593,7 +583,7 @@ static double log10_expected(const struct fill *f)
 	pl_u128 d = 0;
 	for (uint32_t i = 0; i < f->N; i++) {
 		mean += (double)f->val[i];
-		d = gcd_u128(d, f->val[i]);
+		d = pl_x_gcd(d, f->val[i]);
 	}
 	mean /= f->N;
 	double var = 0;
@@ -668,7 +658,7 @@ static int fill_init(struct fill *f, const struct pl_prob *prob, const uint32_t 
 	uint32_t n = 0;
 	for (uint32_t e = 0; e < prob->E; e++) {
 		/* replicas carrying a whole number of these are "whole" */
-		f->unit = gcd_u128(f->unit, item[e] * r[e]);
+		f->unit = pl_x_gcd(f->unit, item[e] * r[e]);
 		for (uint32_t k = 0; k < r[e] && n < f->N; k++) {
 			f->val[n] = item[e];
 			f->ex[n] = e;

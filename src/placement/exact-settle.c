@@ -51,13 +51,36 @@ static const char M_BALANCE[] =
 #define PL_FILL_WORK 1e7
 #define PL_FILL_MAX_G 16u
 
+/* A search's budget: work times effort, at least 1 and at most 1e15. */
+static uint64_t budget(double work, double effort)
+{
+	double v = floor(work * effort);
+	return v < 1 ? 1 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)v;
+}
+
 uint64_t pl_bb_budget(const struct pl_prob *prob, double effort)
 {
-	if (prob->N > PL_BB_MAX_SLOTS) {
-		return 1;
+	return prob->N > PL_BB_MAX_SLOTS ? 1 : budget(PL_BB_WORK / prob->G, effort);
+}
+
+/* A search for an exactly balanced plan (pl_balance_exact, pl_fill_exact). */
+typedef int (*balance_fn)(const struct pl_prob *prob, struct pl_sol *best, uint64_t max_work,
+			  bool *found);
+
+/* Run one: 1 when it found an exactly balanced plan (best replaced, out
+ * proven with method), 0 when not, or MP_ENOMEM. */
+static int try_balanced(const struct pl_prob *prob, struct pl_sol *best, balance_fn fn,
+			uint64_t work, const char *method, struct pl_settle *out)
+{
+	bool found = false;
+	int rc = fn(prob, best, work, &found);
+	if (rc != 0 || !found) {
+		return rc;
 	}
-	double v = floor(PL_BB_WORK / prob->G * effort);
-	return v < 1 ? 1 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)v;
+	out->proven = true;
+	out->method = method;
+	out->lb = best->max;
+	return 1;
 }
 
 int pl_exact_settle(const struct pl_prob *prob, struct pl_sol *best, double lb, double effort,
@@ -72,34 +95,14 @@ int pl_exact_settle(const struct pl_prob *prob, struct pl_sol *best, double lb, 
 		out->lb = best->max;
 		return 0;
 	}
-	if (prob->G <= PL_BAL_MAX_G) {
-		bool found = false;
-		double v = floor(PL_BAL_WORK * (prob->G > 8 ? 64.0 / ((double)prob->G * prob->G) : 1.0) * effort);
-		int rc = pl_balance_exact(prob, best, v < 1 ? 1 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)v,
-					  &found);
-		if (rc != 0) {
-			return rc;
-		}
-		if (found) {
-			out->proven = true;
-			out->method = M_BALANCE;
-			out->lb = best->max;
-			return 0;
-		}
+	double bal = PL_BAL_WORK * (prob->G > 8 ? 64.0 / ((double)prob->G * prob->G) : 1.0);
+	int rc = prob->G <= PL_BAL_MAX_G ?
+		 try_balanced(prob, best, pl_balance_exact, budget(bal, effort), M_BALANCE, out) : 0;
+	if (rc == 0 && prob->G <= PL_FILL_MAX_G) {
+		rc = try_balanced(prob, best, pl_fill_exact, budget(PL_FILL_WORK, effort), M_FILL, out);
 	}
-	if (prob->G <= PL_FILL_MAX_G) {
-		bool found = false;
-		double v = floor(PL_FILL_WORK * effort);
-		int rc = pl_fill_exact(prob, best, v < 1 ? 1 : v > 1e15 ? (uint64_t)1e15 : (uint64_t)v, &found);
-		if (rc != 0) {
-			return rc;
-		}
-		if (found) {
-			out->proven = true;
-			out->method = M_FILL;
-			out->lb = best->max;
-			return 0;
-		}
+	if (rc != 0) {
+		return rc < 0 ? rc : 0;
 	}
 	{
 		/* without search, the root only: the mean bound in exact integers

@@ -76,6 +76,10 @@ bool pl_x_mantissas(const struct pl_prob *prob, int max_shift, pl_u128 *m, int *
 bool pl_x_scale(const struct pl_prob *prob, pl_u128 max_d, int max_shift, uint32_t *rmax,
 		pl_u128 *d, pl_u128 *m, int *k);
 
+/* Greatest common divisor (Euclid) of two scaled loads or counts;
+ * gcd(a, 0) = a. */
+pl_u128 pl_x_gcd(pl_u128 a, pl_u128 b);
+
 /* A double b computed from the loads in floating point (sums and quotients
  * of at most S + E terms) lowered by a proven bound on its rounding error,
  * so that a bound valid in exact arithmetic stays valid: b * (1 - (E + S +
