@@ -107,6 +107,16 @@ expect_first "unknown command" 2 "moeplan: error: unknown command 'nosuch'" nosu
 expect_first "help of an unknown command" 2 "moeplan: error: unknown command 'nosuch'" help nosuch
 expect_first "an export the loads cannot name" 1 "moeplan place: error: cannot export the SGLang map" \
 	place "$t" --gpus 8 --slots 72 --export sglang -o "$tmp/map.json"
+# Two outputs of one run naming one file (README: refused, exit 2); place and
+# replan wrote both and kept the last.
+c4=$root/plans/traces/mixtral8x7b_c4.csv
+expect_first "place: -o and --export-output one file" 2 \
+	"moeplan place: error: two outputs name the same file '$tmp/same.json'" \
+	place "$c4" --gpus 4 --slots 12 --model "$root/plans/models/mixtral-8x7b.yaml" --export sglang \
+	-o "$tmp/same.json" --export-output "$tmp/same.json"
+[[ ! -e $tmp/same.json ]] || fail "place: refused, but wrote $tmp/same.json"
+expect_first "replan: --svg and -o one file" 2 "moeplan replan: error: two outputs name the same file" \
+	replan --plan "$tmp/same-plan.yaml" --loads "$c4" --pareto --svg "$tmp/z.yaml" -o "$tmp/./z.yaml"
 expect_first "a missing input" 1 "$tmp/none.yaml: error: cannot open" plan "$tmp/none.yaml"
 # "Does not fit" is a verdict, exit 1, worded as fit's.
 err=$("$moeplan" search "$root/tests/data/search/scenario.yaml" --no-placement --tpot "0.1 ms" 2>&1 >/dev/null)

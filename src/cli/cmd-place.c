@@ -143,6 +143,9 @@ static int check_args(int argc, char **argv, struct place_args *a)
 			return cli_usage("place", "'%s' is an input; refusing to overwrite it", outs[i]);
 		}
 	}
+	if (!cli_outputs_spare_inputs("place", outs, 2, NULL, 0)) {
+		return EXIT_USAGE; /* -o and --export-output name one file */
+	}
 	return cli_check_outputs(outs, 2);
 }
 

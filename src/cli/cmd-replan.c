@@ -286,6 +286,9 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			return cli_usage("replan", "'%s' is an input; refusing to overwrite it", outs[i]);
 		}
 	}
+	if (!cli_outputs_spare_inputs("replan", outs, sizeof(outs) / sizeof(outs[0]), NULL, 0)) {
+		return EXIT_USAGE; /* two of -o, --export-output and --svg name one file */
+	}
 	return cli_check_outputs(outs, sizeof(outs) / sizeof(outs[0]));
 }
 
