@@ -28,21 +28,27 @@ import subprocess
 import sys
 
 # Layers, lowest first, and the layers each may use (src/README.md):
-#   base       src/{diag,doc,rng,traffic,map}.c: errors, documents, random
-#              numbers, loads and the placement as data
+#   base       src/base/: errors, documents, random numbers, loads and the
+#              placement as data
 #   placement  src/placement/: the solver
 #   replan     src/replan/: re-planning
-#   lib        the other files in src/: models, loaders, plan, plots
+#   model      src/model/: the models (roofline, capacity, comm, step,
+#              simulation) and the scenario they read
+#   io         src/io/: file formats (loaders, result documents, export,
+#              SVG and plots)
+#   plan       src/plan/: decisions (widths, plan, search, pools, deploy)
 #   cli        src/cli/: the moeplan program
 # A layer uses itself and those listed; never one above it.
 ALLOWED = {
     "base": {"base"},
     "placement": {"base", "placement"},
     "replan": {"base", "placement", "replan"},
-    "lib": {"base", "placement", "replan", "lib"},
-    "cli": {"base", "placement", "replan", "lib", "cli"},
+    "model": {"base", "model"},
+    "io": {"base", "model", "io"},
+    "plan": {"base", "placement", "replan", "model", "io", "plan"},
+    "cli": {"base", "placement", "replan", "model", "io", "plan", "cli"},
 }
-BASE = {"map.c", "diag.c", "doc.c", "traffic.c", "rng.c"}
+LIB_FOLDERS = ("base", "placement", "replan", "model", "io", "plan")
 # Headers in include/moeplan/ that are not API (not installed: meson.build).
 PRIVATE_HEADERS = {"svg.h", "plots.h"}
 # Longest function allowed in the folders of STRICT_LENGTH (lines, both
@@ -57,10 +63,10 @@ def folder_of(obj):
     name = os.path.basename(obj)[: -len(".o")]
     if os.path.basename(os.path.dirname(obj)).startswith("moeplan.p"):
         return "cli", name
-    for f in ("placement", "replan"):
+    for f in LIB_FOLDERS:
         if name.startswith(f + "_"):
             return f, name[len(f) + 1:]
-    return ("base" if name in BASE else "lib"), name
+    raise SystemExit(f"layering: {obj}: not in a folder of src/ (src/README.md lists them)")
 
 
 def nm(tool, path, *flags):
@@ -150,7 +156,7 @@ def sccs(edges):
 
 def short(o):
     f, n = folder_of(o)
-    return n if f in ("lib", "base") else f + "/" + n
+    return f + "/" + n
 
 
 def public_functions(root):

@@ -1,4 +1,4 @@
-/* Tests of the Monte Carlo routing simulation (src/simulate.c).
+/* Tests of the Monte Carlo routing simulation (src/model/simulate.c).
  *
  * Every sample count below is small enough for the whole program to run in
  * about a second; each statistical tolerance is stated next to its check. */

@@ -1,5 +1,5 @@
 /* Tests of the traffic module: loads storage, the synthetic generators and
- * the random number generators under them (src/rng.c). */
+ * the random number generators under them (src/base/rng.c). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 
 #include "moeplan/diag.h"
 #include "moeplan/traffic.h"
-#include "rng-internal.h"
+#include "base/rng-internal.h"
 
 /* cmocka 1.1's assert_float_equal works in float; compare doubles. */
 #define assert_near(a, b, tol) assert_near_at((a), (b), (tol), __FILE__, __LINE__)

@@ -224,7 +224,7 @@ struct mp_replan_plan_info {
 /** Read what a re-plan needs to know about the map file at path besides
  * the map itself (mp_load_map reads that): its kind and, for a full plan,
  * the figures above (zero when absent). Returns 0, MP_EIO or
- * MP_EINVAL (not YAML/JSON). Implemented in src/loader-replan.c (YAML). */
+ * MP_EINVAL (not YAML/JSON). Implemented in src/io/loader-replan.c (YAML). */
 MP_EXPORT int mp_replan_read_plan_info(const char *path, const char *phase,
 			     struct mp_replan_plan_info *out, struct mp_diags *diags);
 
@@ -234,7 +234,7 @@ MP_EXPORT int mp_replan_read_plan_info(const char *path, const char *phase,
  * *ids a heap array of *n (the caller frees it). Engine maps, bare lists
  * and files whose every row does not say get *ids NULL, *n 0 (an SGLang
  * map's row r is hidden layer r). Returns 0, MP_EIO, MP_EINVAL (not
- * YAML/JSON) or MP_ENOMEM. Implemented in src/loader-replan.c. */
+ * YAML/JSON) or MP_ENOMEM. Implemented in src/io/loader-replan.c. */
 MP_EXPORT int mp_map_row_layers(const char *path, const char *phase, uint32_t **ids, uint32_t *n,
 				struct mp_diags *diags);
 
@@ -252,7 +252,7 @@ struct mp_replan_edit {
  * (YAML 1.1 core forms), else strings; quoted scalars stay strings.
  * Returns 0, MP_EIO, MP_EINVAL (not a plan with that phase; with a
  * diagnostic) or MP_ENOMEM; *out is a new tree the caller destroys.
- * Implemented in src/loader-replan.c. */
+ * Implemented in src/io/loader-replan.c. */
 MP_EXPORT int mp_replan_splice_plan(const char *path, const char *phase, const struct mp_replan_edit *edits,
 			  size_t n_edits, struct mp_doc **out, struct mp_diags *diags);
 

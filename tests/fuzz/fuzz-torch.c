@@ -1,4 +1,4 @@
-/* Fuzz target: torch.save archives (src/loader-torch.c) through
+/* Fuzz target: torch.save archives (src/io/loader-torch.c) through
  * mp_load_loads (SGLang's recorder dump) and mp_load_map (SGLang's .pt
  * maps). The first byte picks the loader (bit 0) and the GPU count for a
  * map (bits 1-2); the rest is the .pt file. */

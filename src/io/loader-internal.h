@@ -1,6 +1,6 @@
 /* moeplan loader internals: reading a file, the libyaml document, typed
  * getters that report `file:line:col` diagnostics, and the quantity parser.
- * Only src/loader*.c include this header (and <yaml.h>). */
+ * Only src/io/loader*.c include this header (and <yaml.h>). */
 #ifndef MOEPLAN_LOADER_INTERNAL_H
 #define MOEPLAN_LOADER_INTERNAL_H
 

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "moeplan/simulate.h"
-#include "rng-internal.h"
+#include "base/rng-internal.h"
 
 /* Consecutive repeats of already chosen experts after which one position
  * of a token is drawn by an exact scan of the remaining mass instead (the

@@ -310,7 +310,7 @@ static bool is_str_tag(const yaml_char_t *tag)
 /* The start marks (index) of the first document's plain scalars tagged as
  * strings, ascending, from the parser's events: the document the loader
  * builds gives every untagged scalar the tag !!str too (libyaml
- * src/loader.c, yaml_parser_load_scalar), so only the event
+ * src/io/loader.c, yaml_parser_load_scalar), so only the event
  * (yaml_event_t.data.scalar.tag) tells them apart. 0 and *out NULL when
  * none; MP_ENOMEM. */
 static int str_tag_marks(const struct ld_text *text, size_t **out, size_t *n_out)
