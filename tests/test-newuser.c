@@ -411,11 +411,12 @@ static double time_cell(const char *text, const char **rest)
 {
 	char *end = NULL;
 	double v = strtod(text, &end);
-	while (*end == ' ') {
-		end++;
-	}
-	double scale = strncmp(end, "ms", 2) == 0 ? 1e-3 : 1.0;
-	*rest = end + (scale < 1.0 ? 2 : 1);
+	/* an offset, not a pointer into end (GCC 12 -O3 misreads the latter
+	 * as a dangling pointer to the local) */
+	size_t at = (size_t)(end - text);
+	at += strspn(text + at, " ");
+	double scale = strncmp(text + at, "ms", 2) == 0 ? 1e-3 : 1.0;
+	*rest = text + at + (scale < 1.0 ? 2 : 1);
 	return v * scale;
 }
 

@@ -73,8 +73,8 @@ struct node_bf {
 
 static void bf_combos(struct node_bf *b, uint32_t start, uint32_t depth, uint32_t *cur)
 {
-	if (depth == b->S) {
-		memcpy(b->combos[b->n_combos++], cur, sizeof(uint32_t) * b->S);
+	if (depth == b->S || depth >= 4) {
+		memcpy(b->combos[b->n_combos++], cur, sizeof(uint32_t) * depth);
 		return;
 	}
 	for (uint32_t e = start; e < b->n; e++) {

@@ -460,11 +460,29 @@ static void format_si(double value, int sig, const char *unit, char *buf, size_t
 	} else if (fabs(r) < 1e-12) {
 		snprintf(tmp, sizeof(tmp), "0");
 	}
+	/* The number, a space, the prefix and the unit, cut at the caller's
+	 * buffer (sized for the plot) by hand: snprintf's truncation
+	 * warning cannot see the label's real length. */
+	char suffix[8] = {0};
+	size_t ns = 0;
+	if (!compact) {
+		suffix[ns++] = ' ';
+	}
 	if (e3 > 0) {
-		snprintf(buf, size, "%s%s%c%s", tmp, compact ? "" : " ", prefixes[e3 - 1],
-			 compact ? "" : unit);
-	} else {
-		snprintf(buf, size, "%s%s%s", tmp, compact ? "" : " ", compact ? "" : unit);
+		suffix[ns++] = prefixes[e3 - 1];
+	}
+	const char *parts[3] = {tmp, suffix, compact ? "" : unit};
+	size_t at = 0;
+	for (size_t k = 0; k < 3 && size > 0; k++) {
+		size_t len = strlen(parts[k]);
+		if (len > size - 1 - at) {
+			len = size - 1 - at;
+		}
+		memcpy(buf + at, parts[k], len);
+		at += len;
+	}
+	if (size > 0) {
+		buf[at] = '\0';
 	}
 }
 

@@ -306,6 +306,11 @@ static void dfs_rec(struct cfg *c, struct dfs *st, uint32_t np, uint32_t from, u
 	uint32_t S = c->prob->S;
 	int32_t last = -1;
 	double v;   /* the best price of a configuration here (< 0: none) */
+	/* d < S <= PL_MAX_S_CFG (checked where the problem is built): said
+	 * here so that an optimising compiler sees the arrays' bound. */
+	if (d >= PL_MAX_S_CFG || S > PL_MAX_S_CFG) {
+		return;
+	}
 	double est; /* what this node adds to the pricing's maximum */
 	if (!(c->win_lo > 0)) {
 		last = d < S ? lookup(c, np, room, st->ex, d) : -1;
