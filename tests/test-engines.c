@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,93 @@ static void engines__pt_refusals(void **state)
 	assert_non_null(strstr(d.items[0].message, "not a readable torch.save archive"));
 	mp_diags_finish(&d);
 	unlink(path);
+}
+
+/* Copy a fuzz regression input (its first byte is the target's selector,
+ * tests/fuzz/fuzz-torch.c) to a temporary .pt file; returns its path
+ * (static storage). */
+static const char *regression_pt(const char *name)
+{
+	static char path[64];
+	char src[256];
+	snprintf(src, sizeof(src), "tests/fuzz/regressions/torch/%s", name);
+	FILE *f = fopen(src_path(src), "rb");
+	assert_non_null(f);
+	static unsigned char buf[16384];
+	size_t n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	assert_true(n > 1 && n < sizeof(buf));
+	snprintf(path, sizeof(path), "/tmp/test-engines-XXXXXX.pt");
+	int fd = mkstemps(path, 3);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, buf + 1, n - 1), (ssize_t)(n - 1));
+	close(fd);
+	return path;
+}
+
+/* Issue 26 item 7: .pt files of a few KB that cost gigabytes (made by
+ * tests/fuzz/hostile.py). torch.save writes stored members: compressed
+ * ones are refused before anything is inflated; a member larger than the
+ * file, a memo index beyond the objects made and a file beyond the input
+ * limit are refused before anything is allocated from them. Before the
+ * fix the bzip2 dump was summed (4.4 GB inflated, exit 0), the deflate
+ * one read, the 1 GiB map allocated and the memo grown to 4M entries. */
+static void engines__pt_hostile_refused(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		bool map;
+		const char *why;
+	} cases[] = {
+		{"loads-bzip2-4.4GB-of-zeros", false, "data/0 is bzip2-compressed: torch.save writes stored"},
+		{"loads-deflate-member", false, "data/0 is deflate-compressed"},
+		{"pickle-bzip2-64MiB-of-lists", false, "data.pkl is bzip2-compressed"},
+		{"map-bzip2-1GiB-of-ids", true, "data/0 is bzip2-compressed"},
+		{"map-stored-claims-1GiB", true, "declares 1073741824 bytes in a file of 579"},
+		{"pickle-memo-index-4M", false, "a memo index 3999999 beyond the 1 objects made so far"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *path = regression_pt(cases[i].file);
+		struct mp_diags d;
+		mp_diags_init(&d);
+		int rc;
+		if (cases[i].map) {
+			struct mp_placement m;
+			mp_placement_init(&m);
+			rc = mp_load_map(path, NULL, 2, &m, &d);
+			assert_null(m.layers);
+			mp_placement_finish(&m);
+		} else {
+			struct mp_loads l;
+			mp_loads_init(&l);
+			rc = mp_load_loads(path, &l, &d);
+			assert_null(l.w);
+			mp_loads_finish(&l);
+		}
+		unlink(path);
+		assert_int_equal(rc, MP_EINVAL);
+		assert_true(d.count >= 1);
+		if (!strstr(d.items[0].message, cases[i].why)) {
+			fail_msg("%s: '%s'", cases[i].file, d.items[0].message);
+		}
+		mp_diags_finish(&d);
+	}
+	/* a .pt beyond the input limit (a sparse file: no disk used) */
+	char path[] = "/tmp/test-engines-XXXXXX.pt";
+	int fd = mkstemps(path, 3);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "PK\x03\x04", 4), 4);
+	assert_int_equal(ftruncate(fd, (off_t)MP_MAX_INPUT_BYTES + 1), 0);
+	close(fd);
+	struct mp_loads l;
+	mp_loads_init(&l);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_loads(path, &l, &d), MP_EINVAL);
+	unlink(path);
+	assert_non_null(strstr(d.items[0].message, "input is too large: 268435457 bytes, more than 268435456"));
+	mp_diags_finish(&d);
 }
 
 /* The round trip: SGLang's dump -> place (and replan of SGLang's own map)
@@ -432,6 +520,7 @@ int main(void)
 		cmocka_unit_test(engines__stat_dump_reads_as_torch_sums),
 		cmocka_unit_test(engines__maps_pt_json_and_detail_agree),
 		cmocka_unit_test(engines__pt_refusals),
+		cmocka_unit_test(engines__pt_hostile_refused),
 		cmocka_unit_test(engines__round_trip_passes_sglang_rules),
 		cmocka_unit_test(engines__check_scores_duplicates),
 		cmocka_unit_test(engines__check_static_dispatch_by_hand),

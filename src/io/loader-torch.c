@@ -11,7 +11,8 @@
  * pickle opcodes of dicts, lists, tuples, ints, floats, strings, None and
  * booleans, the globals _rebuild_tensor_v2, collections.OrderedDict and the
  * integer and float storage classes; anything else (another class, a
- * compressed member, a big-endian archive) is refused with the reason.
+ * compressed or encrypted member, a big-endian archive) is refused with
+ * the reason.
  *
  * SGLang (sgl-project/sglang at 02295fe5ac5c,
  * python/sglang/srt/eplb/expert_distribution.py): _StatAccumulator.dump
@@ -21,9 +22,14 @@
  * compute_initial_expert_location_metadata torch.loads a ".pt"
  * --init-expert-location holding "physical_to_logical_map".
  *
- * Memory: the pickle is read whole (at most LD_TORCH_MAX_PICKLE bytes);
- * a storage is streamed one layer row at a time, so a dump's buffer of
- * windows is summed without holding it. */
+ * Memory: every member must be stored (a compressed one is refused, as
+ * torch.save never writes one) and no larger than the file, itself at
+ * most MP_MAX_INPUT_BYTES; the pickle is read whole (at most
+ * LD_TORCH_MAX_PICKLE bytes), its objects and memo bounded by its length;
+ * a tensor's shape must fit its storage member, so what is allocated
+ * from a shape is bounded by the file's size; a storage is streamed one
+ * layer row at a time, so a dump's buffer of windows is summed without
+ * holding it. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -398,8 +404,12 @@ static bool pk_memo_put(struct pk *pk, uint64_t idx)
 	if (!top) {
 		return false;
 	}
-	if (idx >= PK_MAX_OBJECTS) {
-		pk_fail(pk, "a memo index %llu beyond the limit", (unsigned long long)idx);
+	/* A pickler numbers its memo from 0, one index per object it made
+	 * (pickle.py Pickler.memoize: idx = len(self.memo)): an index beyond
+	 * the objects made so far would only grow the table. */
+	if (idx >= PK_MAX_OBJECTS || idx > pk->count) {
+		pk_fail(pk, "a memo index %llu beyond the %zu objects made so far", (unsigned long long)idx,
+			pk->count);
 		return false;
 	}
 	if (idx >= pk->memo_cap) {
@@ -838,7 +848,10 @@ bool ld_is_zip(const char *path)
 static zip_int64_t tz_entry(struct tz *z, const char *name, zip_stat_t *st)
 {
 	char full[512];
-	snprintf(full, sizeof(full), "%s%s", z->prefix, name);
+	int len = snprintf(full, sizeof(full), "%s%s", z->prefix, name);
+	if (len < 0 || (size_t)len >= sizeof(full)) {
+		return -1;
+	}
 	zip_int64_t idx = zip_name_locate(z->za, full, 0);
 	if (idx < 0 || zip_stat_index(z->za, (zip_uint64_t)idx, 0, st) != 0) {
 		return -1;
@@ -846,9 +859,85 @@ static zip_int64_t tz_entry(struct tz *z, const char *name, zip_stat_t *st)
 	return idx;
 }
 
+static const char *tz_method_name(zip_uint16_t m)
+{
+	switch (m) {
+	case ZIP_CM_DEFLATE: return "deflate";
+	case ZIP_CM_DEFLATE64: return "deflate64";
+	case ZIP_CM_BZIP2: return "bzip2";
+	case ZIP_CM_LZMA: return "lzma";
+	case ZIP_CM_LZMA2: return "lzma2";
+	case ZIP_CM_XZ: return "xz";
+	default: return "compressed";
+	}
+}
+
+/* Every member stored (torch.save writes ZIP_STORED: torch/csrc's
+ * PyTorchStreamWriter, miniz with level 0), not encrypted, and no larger
+ * than the file: so that no member expands, the input limit
+ * (MP_MAX_INPUT_BYTES) bounds every size read from the archive, and every
+ * allocation sized from a member is bounded by the file's size. */
+static bool tz_members_stored(struct tz *z, zip_int64_t n, uint64_t file_size)
+{
+	for (zip_int64_t i = 0; i < n; i++) {
+		zip_stat_t st;
+		if (zip_stat_index(z->za, (zip_uint64_t)i, 0, &st) != 0) {
+			tz_error(z, MP_EINVAL, "cannot read the archive's member %lld", (long long)i);
+			return false;
+		}
+		char shown[160];
+		pk_safe(st.valid & ZIP_STAT_NAME ? st.name : "?", shown, sizeof(shown));
+		if (!(st.valid & ZIP_STAT_COMP_METHOD) || st.comp_method != ZIP_CM_STORE) {
+			tz_error(z, MP_EINVAL, "member %s is %s-compressed: torch.save writes stored "
+				 "(uncompressed) members, and compressed ones are refused", shown,
+				 st.valid & ZIP_STAT_COMP_METHOD ? tz_method_name(st.comp_method) : "?");
+			return false;
+		}
+		if ((st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE) {
+			tz_error(z, MP_EINVAL, "member %s is encrypted", shown);
+			return false;
+		}
+		if (!(st.valid & ZIP_STAT_SIZE) || !(st.valid & ZIP_STAT_COMP_SIZE) ||
+		    st.size != st.comp_size || st.size > file_size) {
+			tz_error(z, MP_EINVAL, "member %s declares %llu bytes in a file of %llu: a "
+				 "damaged archive", shown, (unsigned long long)st.size,
+				 (unsigned long long)file_size);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The file's size, refused beyond MP_MAX_INPUT_BYTES (as every input). */
+static bool tz_file_size(struct tz *z, uint64_t *size)
+{
+	FILE *f = fopen(z->path, "rb");
+	long len = -1;
+	if (f && fseek(f, 0, SEEK_END) == 0) {
+		len = ftell(f);
+	}
+	if (f) {
+		fclose(f);
+	}
+	if (len < 0) {
+		tz_error(z, MP_EIO, "cannot read the file's size");
+		return false;
+	}
+	if ((uint64_t)len > (uint64_t)MP_MAX_INPUT_BYTES) {
+		tz_error(z, MP_EINVAL, "input is too large: %ld bytes, more than %u", len, MP_MAX_INPUT_BYTES);
+		return false;
+	}
+	*size = (uint64_t)len;
+	return true;
+}
+
 /* Open the archive, find ARCHIVE/data.pkl and run its pickle. */
 static struct pk_obj *tz_open(struct tz *z)
 {
+	uint64_t file_size = 0;
+	if (!tz_file_size(z, &file_size)) {
+		return NULL;
+	}
 	int zerr = 0;
 	z->za = zip_open(z->path, ZIP_RDONLY, &zerr);
 	if (!z->za) {
@@ -860,6 +949,9 @@ static struct pk_obj *tz_open(struct tz *z)
 	}
 	zip_int64_t n = zip_get_num_entries(z->za, 0);
 	zip_int64_t pkl = -1;
+	if (!tz_members_stored(z, n, file_size)) {
+		return NULL;
+	}
 	for (zip_int64_t i = 0; i < n; i++) {
 		const char *name = zip_get_name(z->za, (zip_uint64_t)i, 0);
 		size_t len = name ? strlen(name) : 0;

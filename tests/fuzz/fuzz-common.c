@@ -101,10 +101,22 @@ const char *fuzz_write_input(const uint8_t *data, size_t size, const char *ext)
 	return input_path;
 }
 
+bool fuzz_bounded = false;
+
+unsigned long long fuzz_memory_budget(size_t size)
+{
+	return (16ull << 20) + 64ull * (unsigned long long)size;
+}
+
 void fuzz_check_failure(int rc, const struct mp_diags *diags, size_t size)
 {
 	FUZZ_CHECK(rc == MP_EINVAL || rc == MP_EIO || rc == MP_ENOMEM);
 	if (rc == MP_ENOMEM) {
+		if (fuzz_bounded) {
+			fprintf(stderr, "fuzz: out of memory under the bound of %llu bytes for a %zu-byte input\n",
+				fuzz_memory_budget(size), size);
+			fuzz_fail(__FILE__, __LINE__, "memory stays within fuzz_memory_budget(size)");
+		}
 		return;
 	}
 	/* Every refusal says what is wrong. */

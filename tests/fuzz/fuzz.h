@@ -21,6 +21,7 @@
 #ifndef MOEPLAN_FUZZ_H
 #define MOEPLAN_FUZZ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,18 @@ const char *fuzz_write_input(const uint8_t *data, size_t size, const char *ext);
 /* Check the failure half of the loader contract (see above): aborts with
  * a message naming the broken rule. size is the input's size in bytes. */
 void fuzz_check_failure(int rc, const struct mp_diags *diags, size_t size);
+
+/* Set in a replay child that runs under the memory bound (replay.c): a
+ * loader's MP_ENOMEM there means it needed more than the bound, and
+ * fuzz_check_failure aborts on it. */
+extern bool fuzz_bounded;
+
+/* The address space a loader may add while reading an input of `size`
+ * bytes (the replay's bound): 16 MiB (the libraries' fixed costs and a
+ * scenario's presets) plus 64 bytes per input byte. Over the committed
+ * corpus the largest growth measured was 0.5 MiB (tests/fuzz/README.md,
+ * MOEPLAN_FUZZ_MEASURE=1). */
+unsigned long long fuzz_memory_budget(size_t size);
 
 /* Abort with a message when cond is false (kept under NDEBUG). */
 #define FUZZ_CHECK(cond) \

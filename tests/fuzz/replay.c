@@ -7,14 +7,40 @@
  *
  * A broken contract or a crash aborts; exit 1 when a target has no inputs
  * at all (a corpus that went missing must not pass silently).
+ *
+ * Bounded memory (issue 26 items 7 and 8): outside the sanitizers and
+ * valgrind (whose shadow memory and tools are the address space), each
+ * input runs in a child process whose address space may grow by at most
+ * fuzz_memory_budget(size) (fuzz.h) over what it held before the loader
+ * ran (RLIMIT_AS, which counts what malloc reserves, touched or not). A
+ * loader that needs more fails an allocation and returns MP_ENOMEM, which
+ * the child then reports as a broken bound, naming the input and its size.
+ * The child also has REPLAY_CPU_S seconds of CPU time.
  */
 #include "fuzz.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define REPLAY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define REPLAY_ASAN 1
+#endif
+#endif
+#ifndef REPLAY_ASAN
+#define REPLAY_ASAN 0
+#endif
+
+#define REPLAY_CPU_S 10
 
 struct target {
 	const char *name;
@@ -33,6 +59,93 @@ static const struct target targets[] = {
 };
 
 static const size_t n_targets = sizeof(targets) / sizeof(targets[0]);
+
+/* Whether the address space may be limited here: not under ASan (its
+ * shadow memory is terabytes of address space) nor valgrind (which
+ * preloads its vgpreload libraries). MOEPLAN_FUZZ_UNBOUNDED=1 turns the
+ * bound off by hand. */
+static bool bound_memory(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	const char *off = getenv("MOEPLAN_FUZZ_UNBOUNDED");
+	return !REPLAY_ASAN && !(pre && strstr(pre, "vgpreload")) && !(off && strcmp(off, "1") == 0);
+}
+
+/* The child's address space now, in bytes (/proc/self/statm, pages). */
+static unsigned long long vm_bytes(void)
+{
+	unsigned long long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f) {
+		if (fscanf(f, "%llu", &pages) != 1) {
+			pages = 0;
+		}
+		fclose(f);
+	}
+	return pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+/* The child's peak address space, in bytes (/proc/self/status VmPeak). */
+static unsigned long long vm_peak_bytes(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "VmPeak: %llu kB", &kb) == 1) {
+			break;
+		}
+	}
+	if (f) {
+		fclose(f);
+	}
+	return kb * 1024ull;
+}
+
+/* Run one input, in a child under the memory bound where bound_memory(). */
+static int run_bounded(const struct target *t, const char *path, const uint8_t *data, size_t size)
+{
+	if (!bound_memory()) {
+		t->run(data, size);
+		return 0;
+	}
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "replay: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		unsigned long long base = vm_bytes();
+		unsigned long long budget = fuzz_memory_budget(size);
+		struct rlimit rl = {.rlim_cur = base + budget, .rlim_max = base + budget};
+		/* and 10 s of CPU time (SIGXCPU): no input of a few KB
+		 * should take more (a bzip2 member of 4.4 GB took 103 s) */
+		struct rlimit cpu = {.rlim_cur = REPLAY_CPU_S, .rlim_max = REPLAY_CPU_S + 5};
+		if (base == 0 || setrlimit(RLIMIT_AS, &rl) != 0 || setrlimit(RLIMIT_CPU, &cpu) != 0) {
+			fprintf(stderr, "replay: cannot limit the address space: %s\n", strerror(errno));
+			_exit(2);
+		}
+		fuzz_bounded = true;
+		t->run(data, size);
+		if (getenv("MOEPLAN_FUZZ_MEASURE")) {
+			/* tests/fuzz/README.md: how the budget was measured */
+			printf("measure %s %zu %llu\n", t->name, size, vm_peak_bytes() - base);
+		}
+		fflush(NULL);
+		_exit(0);
+	}
+	int w = 0;
+	if (waitpid(pid, &w, 0) != pid) {
+		return -1;
+	}
+	if (!WIFEXITED(w) || WEXITSTATUS(w) != 0) {
+		fprintf(stderr, "replay: %s (%zu bytes, target %s): %s %d\n", path, size, t->name,
+			WIFEXITED(w) ? "exit" : "signal", WIFEXITED(w) ? WEXITSTATUS(w) : WTERMSIG(w));
+		abort();
+	}
+	return 0;
+}
 
 static int run_file(const struct target *t, const char *path)
 {
@@ -56,8 +169,7 @@ static int run_file(const struct target *t, const char *path)
 		fprintf(stderr, "replay: %s: cannot read\n", path);
 		goto out;
 	}
-	t->run(data, (size_t)len);
-	rc = 0;
+	rc = run_bounded(t, path, data, (size_t)len);
 out:
 	if (f) {
 		fclose(f);
@@ -133,6 +245,9 @@ static const struct target *find_target(const char *name)
 
 int main(int argc, char **argv)
 {
+	/* The children write their inputs into the parent's folder (made
+	 * here, removed at the parent's exit; children leave by _exit). */
+	fuzz_write_input(NULL, 0, "");
 	if (argc < 2) {
 		fprintf(stderr, "usage: replay FUZZ_DIR | replay TARGET FILE...\n");
 		return 2;
