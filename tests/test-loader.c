@@ -599,6 +599,19 @@ static void loader__units(void **state)
 		{"8 TB/s", "bytes/s", true, 8e12},
 		{"900 GB/s", "bytes/s", true, 900e9},
 		{"400 Gbit/s", "bytes/s", true, 50e9},
+		/* issue 26: the NIC spellings, bits, 400e9 / 8 = 50e9 B/s */
+		{"400 Gbps", "bytes/s", true, 50e9},
+		{"400Gb/s", "bytes/s", true, 50e9},
+		{"800 Gb/s", "bytes/s", true, 100e9},
+		{"80G", "bytes", false, 0},        /* bytes or bits? */
+		{"400G", "bytes/s", false, 0},
+		/* token and request counts: SI, 8k = 8,000 (not 8,192) */
+		{"8k", "count", true, 8000},
+		{"4K", "count", true, 4000},
+		{"1.5M", "count", true, 1.5e6},
+		{"131072", "count", true, 131072},
+		{"8 G", "count", false, 0},
+		{"8 kB", "count", false, 0},
 		{"3.35e12", "bytes/s", true, 3.35e12},
 		{"5 PFLOP/s", "flop/s", true, 5e15},
 		{"989.4 TFLOP/s", "flop/s", true, 989.4e12},
@@ -1136,6 +1149,55 @@ static void loader__map_reports_every_problem(void **state)
  * options and their range. By hand: DeepSeek-V4.1-Flash keeps 890 B of KV
  * per token (the article), so a request at 1e12 tokens holds 8.9e14 B;
  * 2^64 B / 8.9e14 B = 20,726.7, so --requests may be at most 20726. */
+/* Issue 26: units and counts in files, by hand: 400 Gb/s = 400e9 bits/s
+ * / 8 = 50e9 B/s; 8k tokens = 8,000 and 128K = 128,000 (SI); slo.tpot
+ * '50 ms' = 0.05 s; a bare 0 needs no unit. */
+static void loader__units_and_counts(void **state)
+{
+	(void)state;
+	char *hw_path = write_text_file("peak_flops: {fp8: 1979 TFLOP/s, bf16: 0}\n"
+					"hbm_bytes: 80 GB\nhbm_bandwidth: 3.35 TB/s\n"
+					"scale_up_domain_gpus: 8\nscale_up_bandwidth: 3600Gb/s\n"
+					"scale_out_bandwidth: 400 Gbps\n", ".yaml");
+	struct mp_hardware hw;
+	struct mp_diags d;
+	mp_hardware_init(&hw);
+	mp_diags_init(&d);
+	int rc = mp_load_hardware(hw_path, &hw, &d);
+	print_diags(&d);
+	assert_int_equal(rc, 0);
+	assert_close(hw.scale_up_bw_bytes_per_s, 450e9, 0.0);
+	assert_close(hw.scale_out_bw_bytes_per_s, 50e9, 0.0);
+	assert_close(hw.peak_flops[MP_COMPUTE_BF16], 0.0, 0.0);
+	mp_hardware_finish(&hw);
+	mp_diags_finish(&d);
+
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "model: plans/models/deepseek-v3.yaml\n"
+		 "prefill: {hardware: %s, chunk_tokens: 8k, isl: 4K}\n"
+		 "decode: {hardware: %s, context_tokens: 128K, requests_per_gpu: 1k,\n"
+		 "         slo: {tpot: 50 ms}}\n", hw_path, hw_path);
+	char *sc_path = write_text_file(text, ".yaml");
+	struct mp_scenario sc;
+	mp_scenario_init(&sc);
+	mp_diags_init(&d);
+	rc = mp_load_scenario(sc_path, &sc, &d);
+	print_diags(&d);
+	assert_int_equal(rc, 0);
+	assert_close(sc.prefill.chunk_tokens, 8000.0, 0.0);
+	assert_close(sc.prefill.isl, 4000.0, 0.0);
+	assert_close(sc.decode.context_tokens, 128000.0, 0.0);
+	assert_close(sc.decode.requests_per_gpu, 1000.0, 0.0);
+	assert_close(sc.decode.slo_tpot_s, 0.05, 1e-15);
+	mp_scenario_finish(&sc);
+	mp_diags_finish(&d);
+	unlink(sc_path);
+	unlink(hw_path);
+	free(sc_path);
+	free(hw_path);
+}
+
 /* A quoted scalar is text in YAML and JSON ("4" is a string): a plain
  * number (count, integer, fraction, load) refuses it at its line:col,
  * exit 1 (tests/data/bad/ files named *-quoted.*); a quantity takes a unit, so it is
@@ -1151,7 +1213,7 @@ static void loader__quoted_numbers(void **state)
 				      "expected a load from 0 to 1e18, got the quoted text '4'"));
 	cli_result_free(&r);
 
-	char *path = write_text_file("peak_flops: {fp8: \"1979 TFLOP/s\", bf16: '989.5e12'}\n"
+	char *path = write_text_file("peak_flops: {fp8: \"1979 TFLOP/s\", bf16: '989.5e12 FLOP/s'}\n"
 				     "hbm_bytes: \"80 GB\"\nhbm_bandwidth: '3.35 TB/s'\n"
 				     "scale_up_domain_gpus: 8\n", ".yaml");
 	struct mp_hardware hw;
@@ -1287,6 +1349,7 @@ int main(void)
 		cmocka_unit_test(loader__map_bad_ids_do_not_hide_other_problems),
 		cmocka_unit_test(loader__overflow_names_field_and_range),
 		cmocka_unit_test(loader__quoted_numbers),
+		cmocka_unit_test(loader__units_and_counts),
 	};
 	return cmocka_run_group_tests(tests, to_source_root, NULL);
 }
