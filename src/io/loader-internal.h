@@ -76,6 +76,11 @@ yaml_node_t *ld_node(struct ld *ld, int id);
 void ld_error(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/** A warning at a node (a record with code 0, diag.h): the file still
+ * loads; not counted as an error. printf-style. */
+void ld_warn(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /** Report at an explicit 1-based position (0 = unknown). */
 void ld_error_at(struct ld *ld, int line, int column, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -218,6 +218,25 @@ void ld_error_at(struct ld *ld, int line, int column, const char *fmt, ...)
 	va_end(ap);
 }
 
+void ld_warn(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
+{
+	int line = node ? (int)node->start_mark.line + 1 : 0;
+	int column = node ? (int)node->start_mark.column + 1 : 0;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	for (char *p = buf; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		}
+	}
+	if (mp_diags_add(ld->diags, ld->path, line, column, MP_OK, "%s", buf) == MP_ENOMEM) {
+		ld_fail(ld, MP_ENOMEM);
+	}
+}
+
 void ld_error(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
 {
 	int line = 0;
