@@ -128,6 +128,27 @@ err=$("$moeplan" replan --x 2>&1)
 [[ $err == *"Try 'moeplan replan --help'."* ]] || fail "replan --x: no help hint: $err"
 [[ $err != *"replan: unrecognized"* ]] || fail "replan --x: getopt's own message too: $err"
 
+# Issue 26: a bare number where a unit belongs is refused, naming the unit
+# (--tpot 50 was 50 s); a prefix alone ('80G') too; 0 needs no unit.
+expect_usage "search --tpot 50" "error: --tpot: a bare number 50 has no unit; write it with one, e.g. '50 ms' or '50 s'" \
+	search "$root/tests/data/search/scenario.yaml" --no-placement --tpot 50
+expect_usage "fit --reserve 4" "error: --reserve: a bare number 4 has no unit; write it with one, e.g. '4 GB'" \
+	fit "${m[@]}" --ep 8 --requests 1 --context 1024 --reserve 4
+expect_usage "fit --reserve 4G" "error: --reserve: '4G' has a prefix but no unit; write '4 GB' (powers of 1000) or '4 GiB'" \
+	fit "${m[@]}" --ep 8 --requests 1 --context 1024 --reserve 4G
+expect_usage "roofline --bandwidth 400G" "'400 GB/s' (bytes per second) or '400 Gbit/s'" \
+	roofline "${m[@]}" --ep 8 --requests 1 --bandwidth 400G
+"$moeplan" fit "${m[@]}" --ep 8 --requests 1 --context 1024 --reserve 0 >/dev/null ||
+	fail "fit --reserve 0 refused: 0 needs no unit"
+# Counts take k, K, M (SI: 4K = 4,000, not 4,096): the same output as the digits.
+a=$("$moeplan" fit "${m[@]}" --ep 8 --requests 8 --context 4000 2>&1)
+b=$("$moeplan" fit "${m[@]}" --ep 8 --requests 8 --context 4K 2>&1)
+[[ -n $a && $a == "$b" ]] || fail "fit --context 4K differs from --context 4000: $b"
+b=$("$moeplan" fit "${m[@]}" --ep 8 --requests 8 --context 4k 2>&1)
+[[ $a == "$b" ]] || fail "fit --context 4k differs from --context 4000: $b"
+expect_usage "step --context 4G" "error: --context: expected a number >= 0 and <= 1e+12, got '4G' (a count takes k = 1,000 or M = 1,000,000: SI, so 4K is 4,000" \
+	step "${m[@]}" --ep 8 --requests 1 --context 4G
+
 if ((fails)); then
 	echo "$fails failure(s)"
 	exit 1

@@ -272,7 +272,7 @@ static void engines__round_trip_passes_sglang_rules(void **state)
 	snprintf(model, sizeof(model), "/tmp/test-engines-%d.yaml", (int)getpid());
 	FILE *f = fopen(model, "w");
 	fputs("name: tiny\nhidden_size: 64\nmoe_layers: 4\ndense_layers: 1\nrouted_experts: 16\n"
-	      "top_k: 2\nexpert_intermediate_size: 32\ndense_weight_bytes: 1000\nkv_bytes_per_token: 10\n", f);
+	      "top_k: 2\nexpert_intermediate_size: 32\ndense_weight_bytes: 1000 B\nkv_bytes_per_token: 10 B\n", f);
 	fclose(f);
 	r = cli_run("place", src_path(DIR "stat-dump.pt"), "--gpus", "4", "--slots", "20", "--model", model,
 		    "--export", "sglang", "-o", out, NULL);

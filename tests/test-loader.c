@@ -368,6 +368,172 @@ static void loader__hf_dense_estimate(void **state)
 	mp_model_finish(&m);
 }
 
+static char *write_text_file(const char *text, const char *suffix);
+
+/* Issue 26: GLM-4.5-Air (tests/data/hf/glm-4.5-air.config.json) read by
+ * hand. Layers: first_k_dense_replace 1 of 46 -> 1 dense (layer 0), 45
+ * MoE (1..45). One shared expert of moe_intermediate_size 1408. GQA: 96
+ * heads, 8 KV heads of 128: KV 2 x 8 x 128 x 2 B x 46 = 188,416 B/token.
+ * Replicated weights, BF16: attention per layer 4096 x 96 x 128 + 2 x
+ * 4096 x 8 x 128 + 96 x 128 x 4096 = 109,051,904, x 46 = 5,016,387,584;
+ * dense FFN 3 x 4096 x 10944 = 134,479,872; router 4096 x 128 x 45 =
+ * 23,592,960; embedding + untied head 2 x 151,552 x 4096 =
+ * 1,241,513,984; 6,415,974,400 parameters = 12,831,948,800 B (biases
+ * and norms left out). MTP: 1 stage of (109,051,904 + 2 x 4096^2) x 2 B +
+ * shared 3 x 4096 x 1408 x 2 B + router 4096 x 128 x 2 B = 320,864,256 B.
+ * Before: glm4_moe was read as 46 MoE layers without a shared expert. */
+static void loader__hf_glm45_air(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	load_model_ok("tests/data/hf/glm-4.5-air.config.json", &m);
+	assert_int_equal(m.moe_layers, 45);
+	assert_int_equal(m.dense_layers, 1);
+	assert_int_equal(mp_model_moe_layer_id(&m, 0), 1);
+	assert_int_equal(mp_model_moe_layer_id(&m, 44), 45);
+	assert_int_equal(m.routed_experts, 128);
+	assert_int_equal(m.top_k, 8);
+	assert_int_equal(m.shared_experts, 1);
+	assert_int_equal(m.shared_expert_intermediate_size, 1408);
+	assert_int_equal(m.expert_intermediate_size, 1408);
+	assert_int_equal(m.attention.kind, MP_ATTENTION_GQA);
+	assert_close(m.kv_bytes_per_token, 188416.0, 0.0);
+	assert_true(m.dense_weight_bytes == 12831948800ull);
+	assert_int_equal(m.drafter.moe_stages, 1);
+	assert_true(m.drafter.other_weight_bytes == 320864256ull);
+	mp_model_finish(&m);
+}
+
+/* Count the warnings (code 0) whose message contains text. */
+static size_t warnings_with(const struct mp_diags *d, const char *text)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < d->count; i++) {
+		if (d->items[i].code == 0 && strstr(d->items[i].message, text)) {
+			n++;
+		}
+	}
+	return n;
+}
+
+static char *hf_variant(const char *from, const char *to)
+{
+	FILE *f = fopen("tests/data/hf/glm-4.5-air.config.json", "r");
+	assert_non_null(f);
+	char text[4096];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char out[4200];
+	char *at = strstr(text, from);
+	assert_non_null(at);
+	snprintf(out, sizeof(out), "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+	return write_text_file(out, ".json");
+}
+
+/* Issue 26: an unknown model_type is named in a warning and read with the
+ * generic rules, which still find GLM's shared expert and dense layer;
+ * a key that changes the model but is not read (MTP layers outside the
+ * DeepSeek family) is named with what the model lacks. The load succeeds
+ * (rc 0) and every record is a warning. */
+static void loader__hf_unknown_type_warns(void **state)
+{
+	(void)state;
+	char *path = hf_variant("\"model_type\": \"glm4_moe\"", "\"model_type\": \"my_moe\"");
+	char *path2 = NULL;
+	struct mp_model m;
+	struct mp_diags d;
+	mp_model_init(&m);
+	mp_diags_init(&d);
+	/* the architecture would name the family: drop it too */
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char text[4096];
+	size_t n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	char *arch = strstr(text, "Glm4MoeForCausalLM");
+	assert_non_null(arch);
+	memcpy(arch, "MyMoe", 5);
+	path2 = write_text_file(text, ".json");
+	int rc = mp_load_model(path2, &m, &d);
+	assert_int_equal(rc, 0);
+	assert_int_equal(warnings_with(&d, "model_type 'my_moe' is not one moeplan knows"), 1);
+	assert_int_equal(warnings_with(&d, "num_nextn_predict_layers: not read for model_type "
+					   "'my_moe': the MTP layers' weights are not counted"), 1);
+	assert_int_equal(d.count, 2);
+	assert_int_equal(m.moe_layers, 45);
+	assert_int_equal(m.dense_layers, 1);
+	assert_int_equal(m.shared_experts, 1);
+	assert_int_equal(m.shared_expert_intermediate_size, 1408);
+	assert_int_equal(m.drafter.moe_stages, 0);
+	/* printed as warnings */
+	char *line = first_diag(&d);
+	assert_non_null(strstr(line, ": warning: model_type 'my_moe'"));
+	free(line);
+	mp_model_finish(&m);
+	mp_diags_finish(&d);
+	unlink(path);
+	unlink(path2);
+	free(path);
+	free(path2);
+}
+
+/* Issue 26: a known family with a key its reading does not take: Mixtral
+ * with MTP layers and a Qwen config with use_sliding_window: each is
+ * named; the files still load. */
+static void loader__hf_unread_key_warns(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *path;
+		const char *after;  /* inserted after the opening brace */
+		const char *warning;
+	} cases[] = {
+		{"tests/data/hf/mixtral-8x7b.config.json", "\"num_nextn_predict_layers\": 2,",
+		 "num_nextn_predict_layers: not read for model_type 'mixtral'"},
+		{"tests/data/hf/mixtral-8x7b.config.json", "\"n_shared_experts\": 1,",
+		 "n_shared_experts: not read for model_type 'mixtral': the shared experts' weights"},
+		{"tests/data/hf/qwen3-30b-a3b.config.json", "\"first_k_dense_replace\": 2,",
+		 "first_k_dense_replace: not read for model_type 'qwen3_moe'"},
+		{"tests/data/hf/qwen1.5-moe-a2.7b.config.json", "\"use_sliding_window\": true,",
+		 "use_sliding_window: the sliding window of a 'qwen2_moe' config is not read"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(cases[i].path, "r");
+		assert_non_null(f);
+		static char text[65536];
+		size_t n = fread(text, 1, sizeof(text) - 1, f);
+		fclose(f);
+		text[n] = '\0';
+		/* a later "use_sliding_window": false would be a duplicate key */
+		char *dup = strstr(text, "\"use_sliding_window\"");
+		if (dup && strstr(cases[i].after, "use_sliding_window")) {
+			memcpy(dup, "\"use_sliding_windoX\"", 20);
+		}
+		char *brace = strchr(text, '{');
+		assert_non_null(brace);
+		static char out[70000];
+		snprintf(out, sizeof(out), "{%s%s", cases[i].after, brace + 1);
+		char *path = write_text_file(out, ".json");
+		struct mp_model m;
+		struct mp_diags d;
+		mp_model_init(&m);
+		mp_diags_init(&d);
+		int rc = mp_load_model(path, &m, &d);
+		print_diags(&d);
+		assert_int_equal(rc, 0);
+		if (warnings_with(&d, cases[i].warning) != 1 || d.count != 1) {
+			fail_msg("%s + %s: expected one warning '%s'", cases[i].path, cases[i].after,
+				 cases[i].warning);
+		}
+		mp_model_finish(&m);
+		mp_diags_finish(&d);
+		unlink(path);
+		free(path);
+	}
+}
+
 /* ------------------------------------------------------ bad inputs */
 
 static char *read_first_line(const char *path)
@@ -599,6 +765,19 @@ static void loader__units(void **state)
 		{"8 TB/s", "bytes/s", true, 8e12},
 		{"900 GB/s", "bytes/s", true, 900e9},
 		{"400 Gbit/s", "bytes/s", true, 50e9},
+		/* issue 26: the NIC spellings, bits, 400e9 / 8 = 50e9 B/s */
+		{"400 Gbps", "bytes/s", true, 50e9},
+		{"400Gb/s", "bytes/s", true, 50e9},
+		{"800 Gb/s", "bytes/s", true, 100e9},
+		{"80G", "bytes", false, 0},        /* bytes or bits? */
+		{"400G", "bytes/s", false, 0},
+		/* token and request counts: SI, 8k = 8,000 (not 8,192) */
+		{"8k", "count", true, 8000},
+		{"4K", "count", true, 4000},
+		{"1.5M", "count", true, 1.5e6},
+		{"131072", "count", true, 131072},
+		{"8 G", "count", false, 0},
+		{"8 kB", "count", false, 0},
 		{"3.35e12", "bytes/s", true, 3.35e12},
 		{"5 PFLOP/s", "flop/s", true, 5e15},
 		{"989.4 TFLOP/s", "flop/s", true, 989.4e12},
@@ -1136,6 +1315,55 @@ static void loader__map_reports_every_problem(void **state)
  * options and their range. By hand: DeepSeek-V4.1-Flash keeps 890 B of KV
  * per token (the article), so a request at 1e12 tokens holds 8.9e14 B;
  * 2^64 B / 8.9e14 B = 20,726.7, so --requests may be at most 20726. */
+/* Issue 26: units and counts in files, by hand: 400 Gb/s = 400e9 bits/s
+ * / 8 = 50e9 B/s; 8k tokens = 8,000 and 128K = 128,000 (SI); slo.tpot
+ * '50 ms' = 0.05 s; a bare 0 needs no unit. */
+static void loader__units_and_counts(void **state)
+{
+	(void)state;
+	char *hw_path = write_text_file("peak_flops: {fp8: 1979 TFLOP/s, bf16: 0}\n"
+					"hbm_bytes: 80 GB\nhbm_bandwidth: 3.35 TB/s\n"
+					"scale_up_domain_gpus: 8\nscale_up_bandwidth: 3600Gb/s\n"
+					"scale_out_bandwidth: 400 Gbps\n", ".yaml");
+	struct mp_hardware hw;
+	struct mp_diags d;
+	mp_hardware_init(&hw);
+	mp_diags_init(&d);
+	int rc = mp_load_hardware(hw_path, &hw, &d);
+	print_diags(&d);
+	assert_int_equal(rc, 0);
+	assert_close(hw.scale_up_bw_bytes_per_s, 450e9, 0.0);
+	assert_close(hw.scale_out_bw_bytes_per_s, 50e9, 0.0);
+	assert_close(hw.peak_flops[MP_COMPUTE_BF16], 0.0, 0.0);
+	mp_hardware_finish(&hw);
+	mp_diags_finish(&d);
+
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "model: plans/models/deepseek-v3.yaml\n"
+		 "prefill: {hardware: %s, chunk_tokens: 8k, isl: 4K}\n"
+		 "decode: {hardware: %s, context_tokens: 128K, requests_per_gpu: 1k,\n"
+		 "         slo: {tpot: 50 ms}}\n", hw_path, hw_path);
+	char *sc_path = write_text_file(text, ".yaml");
+	struct mp_scenario sc;
+	mp_scenario_init(&sc);
+	mp_diags_init(&d);
+	rc = mp_load_scenario(sc_path, &sc, &d);
+	print_diags(&d);
+	assert_int_equal(rc, 0);
+	assert_close(sc.prefill.chunk_tokens, 8000.0, 0.0);
+	assert_close(sc.prefill.isl, 4000.0, 0.0);
+	assert_close(sc.decode.context_tokens, 128000.0, 0.0);
+	assert_close(sc.decode.requests_per_gpu, 1000.0, 0.0);
+	assert_close(sc.decode.slo_tpot_s, 0.05, 1e-15);
+	mp_scenario_finish(&sc);
+	mp_diags_finish(&d);
+	unlink(sc_path);
+	unlink(hw_path);
+	free(sc_path);
+	free(hw_path);
+}
+
 /* A quoted scalar is text in YAML and JSON ("4" is a string): a plain
  * number (count, integer, fraction, load) refuses it at its line:col,
  * exit 1 (tests/data/bad/ files named *-quoted.*); a quantity takes a unit, so it is
@@ -1151,7 +1379,7 @@ static void loader__quoted_numbers(void **state)
 				      "expected a load from 0 to 1e18, got the quoted text '4'"));
 	cli_result_free(&r);
 
-	char *path = write_text_file("peak_flops: {fp8: \"1979 TFLOP/s\", bf16: '989.5e12'}\n"
+	char *path = write_text_file("peak_flops: {fp8: \"1979 TFLOP/s\", bf16: '989.5e12 FLOP/s'}\n"
 				     "hbm_bytes: \"80 GB\"\nhbm_bandwidth: '3.35 TB/s'\n"
 				     "scale_up_domain_gpus: 8\n", ".yaml");
 	struct mp_hardware hw;
@@ -1287,6 +1515,10 @@ int main(void)
 		cmocka_unit_test(loader__map_bad_ids_do_not_hide_other_problems),
 		cmocka_unit_test(loader__overflow_names_field_and_range),
 		cmocka_unit_test(loader__quoted_numbers),
+		cmocka_unit_test(loader__units_and_counts),
+		cmocka_unit_test(loader__hf_glm45_air),
+		cmocka_unit_test(loader__hf_unknown_type_warns),
+		cmocka_unit_test(loader__hf_unread_key_warns),
 	};
 	return cmocka_run_group_tests(tests, to_source_root, NULL);
 }

@@ -33,7 +33,10 @@ enum mp_error {
 MP_EXPORT const char *mp_strerror(int code);
 
 /** One problem. line and column are 1-based; 0 means "unknown" (e.g. a
- * problem with the whole file). file and message are owned by the record. */
+ * problem with the whole file). file and message are owned by the record.
+ * A record with code 0 (MP_OK) is a warning: the call that added it still
+ * succeeds (e.g. a Hugging Face config key that is not read, issue 26);
+ * every other code is an error. */
 struct mp_diag {
 	char *file;
 	int line;
@@ -63,8 +66,8 @@ MP_EXPORT int mp_diags_add(struct mp_diags *diags, const char *file, int line,
 		 int column, int code, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
-/** Write one record as `file:line:col: error: message\n` (omitting the
- * parts that are unknown) to out. */
+/** Write one record as `file:line:col: error: message\n` (`warning:` for
+ * code 0; omitting the parts that are unknown) to out. */
 MP_EXPORT void mp_diag_print(const struct mp_diag *diag, FILE *out);
 
 #ifdef __cplusplus

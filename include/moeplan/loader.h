@@ -107,8 +107,11 @@ MP_EXPORT int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_
  * 1024^n), "bytes/s" (the same with "/s", and kbit/s .. Tbit/s = 1/8 of
  * the byte rate), "flop/s" (FLOP/s, FLOPS, OP/s or OPS with an optional
  * k, M, G, T, P, E prefix; also "TF", "PF"), "seconds" (s, ms, us, ns,
- * min, h) or NULL (a plain number, no unit). A number without a unit is
- * taken in the base unit. Decimal numbers only ([+-]digits[.digits][e..]);
+ * min, h), "count" (a token or request count: a plain number, or with the
+ * SI suffix k or K = 1e3, M = 1e6: "8k" = 8,000, never 8,192) or NULL (a
+ * plain number, no unit). A number without a unit is taken in the base
+ * unit here; moeplan's file loaders and options refuse it for the kinds
+ * with units (issue 26), as a bare "80" in hbm_bytes is rarely 80 B. Decimal numbers only ([+-]digits[.digits][e..]);
  * nan, inf, hex and values beyond a double's range are refused. Returns 0
  * or MP_EINVAL (*out untouched). */
 MP_EXPORT int mp_parse_quantity(const char *text, const char *kind, double *out);

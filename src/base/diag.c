@@ -92,13 +92,16 @@ int mp_diags_add(struct mp_diags *diags, const char *file, int line,
 
 void mp_diag_print(const struct mp_diag *diag, FILE *out)
 {
+	/* code 0: a warning (the call succeeded; diag.h) */
+	const char *kind = diag->code == MP_OK ? "warning" : "error";
 	if (diag->file && diag->line > 0 && diag->column > 0) {
-		fprintf(out, "%s:%d:%d: error: %s\n", diag->file, diag->line, diag->column, diag->message);
+		fprintf(out, "%s:%d:%d: %s: %s\n", diag->file, diag->line, diag->column, kind,
+			diag->message);
 	} else if (diag->file && diag->line > 0) {
-		fprintf(out, "%s:%d: error: %s\n", diag->file, diag->line, diag->message);
+		fprintf(out, "%s:%d: %s: %s\n", diag->file, diag->line, kind, diag->message);
 	} else if (diag->file) {
-		fprintf(out, "%s: error: %s\n", diag->file, diag->message);
+		fprintf(out, "%s: %s: %s\n", diag->file, kind, diag->message);
 	} else {
-		fprintf(out, "moeplan: error: %s\n", diag->message);
+		fprintf(out, "moeplan: %s: %s\n", kind, diag->message);
 	}
 }

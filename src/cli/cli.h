@@ -83,9 +83,20 @@ bool cli_parse_double(const char *cmd, const char *opt, const char *text,
 		      double min, double max, double *out);
 /** A number in (0, max]: for options where 0 means nothing (requests). */
 bool cli_parse_positive(const char *cmd, const char *opt, const char *text, double max, double *out);
-/** Parse a quantity with an optional unit (mp_parse_quantity kind) in [min, max]. */
+/** Parse a quantity with its unit (mp_parse_quantity kind) in [min, max]: a
+ * bare number other than 0 is refused, naming the unit to add (issue 26:
+ * --tpot 50 would be 50 s), and so is a prefix without a unit ('80G'). */
 bool cli_parse_quantity(const char *cmd, const char *opt, const char *text, const char *kind,
 			double min, double max, double *out);
+
+/** Seconds for an option whose value name says so (SECONDS): a plain
+ * number is seconds, a unit ('2 ms') is allowed. */
+bool cli_parse_seconds(const char *cmd, const char *opt, const char *text, double min, double max,
+		       double *out);
+/** A token or request count in [min, max] ((min, max] when min_open): a
+ * plain number or with the SI suffix k, K (1e3) or M (1e6), issue 26. */
+bool cli_parse_count(const char *cmd, const char *opt, const char *text, double min,
+		     bool min_open, double max, double *out);
 
 /** Parse "yaml" or "json" into *json. */
 bool cli_parse_format(const char *cmd, const char *text, bool *json);

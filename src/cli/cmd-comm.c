@@ -179,7 +179,7 @@ int cmd_comm(int argc, char **argv)
 			ok = cli_parse_u32("comm", "gpus-per-node", optarg, 1, 1u << 20, &in.gpus_per_node);
 			break;
 		case 'b':
-			ok = cli_parse_double("comm", "tokens-per-gpu", optarg, 0, 1e9, &in.tokens_per_gpu);
+			ok = cli_parse_count("comm", "tokens-per-gpu", optarg, 0, false, 1e9, &in.tokens_per_gpu);
 			break;
 		case 'M':
 			ok = cli_parse_u32("comm", "max-nodes-per-token", optarg, 1, 1u << 20,

@@ -247,10 +247,10 @@ int cmd_fit(int argc, char **argv)
 			ok = cli_parse_u32("fit", "ep", optarg, 1, MP_MAX_GPUS, &ep);
 			break;
 		case 'r':
-			ok = cli_parse_positive("fit", "requests", optarg, 1e9, &requests);
+			ok = cli_parse_count("fit", "requests", optarg, 0, true, 1e9, &requests);
 			break;
 		case 'c':
-			ok = cli_parse_double("fit", "context", optarg, 0, 1e12, &context);
+			ok = cli_parse_count("fit", "context", optarg, 0, false, 1e12, &context);
 			break;
 		case 'T':
 			ok = cli_parse_double("fit", "tokens-per-request", optarg, 1, 1024, &tpr);
@@ -265,7 +265,7 @@ int cmd_fit(int argc, char **argv)
 			ok = cli_parse_u32("fit", "min-redundant", optarg, 0, MP_MAX_EXPERTS, &min_redundant);
 			break;
 		case OPT_CHUNK:
-			ok = cli_parse_double("fit", "chunk-tokens", optarg, 1, 1e9, &chunk);
+			ok = cli_parse_count("fit", "chunk-tokens", optarg, 1, false, 1e9, &chunk);
 			break;
 		case OPT_RESERVE:
 			ok = cli_parse_quantity("fit", "reserve", optarg, "bytes", 0, 1e15, &v);
@@ -275,7 +275,7 @@ int cmd_fit(int argc, char **argv)
 			ok = parse_buffers(optarg, &opts.buffers);
 			break;
 		case OPT_BUFFER_TOKENS:
-			ok = cli_parse_double("fit", "buffer-tokens", optarg, 1, 1e9, &opts.buffer_tokens_per_rank);
+			ok = cli_parse_count("fit", "buffer-tokens", optarg, 1, false, 1e9, &opts.buffer_tokens_per_rank);
 			break;
 		case OPT_NO_WORKSPACE:
 			opts.workspace = false;

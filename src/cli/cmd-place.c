@@ -308,6 +308,10 @@ int cmd_place(int argc, char **argv)
 		exit_code = EXIT_INPUT;
 		goto out;
 	}
+	/* the model's warnings (a config key not read, issue 26) */
+	cli_print_diags(&diags);
+	mp_diags_finish(&diags);
+	mp_diags_init(&diags);
 	rc = mp_place(&loads, a.gpus, a.slots / a.gpus, &a.opts, &pl, &diags);
 	if (rc != 0) {
 		/* shape problems concern the loads file as a whole: name it */

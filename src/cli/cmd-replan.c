@@ -178,7 +178,7 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			}
 			break;
 		case OPT_LAYER_TIME:
-			if (!cli_parse_quantity("replan", "layer-time", optarg, "seconds", 1e-15, 1e6,
+			if (!cli_parse_seconds("replan", "layer-time", optarg, 1e-15, 1e6,
 						&a->opts.layer_time_s)) {
 				return EXIT_USAGE;
 			}

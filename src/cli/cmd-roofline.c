@@ -558,7 +558,7 @@ static int parse_args(int argc, char **argv, struct roofline_args *a)
 			ok = cli_parse_u32("roofline", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
 			break;
 		case 'r':
-			ok = cli_parse_positive("roofline", "requests", optarg, 1e9, &a->requests);
+			ok = cli_parse_count("roofline", "requests", optarg, 0, true, 1e9, &a->requests);
 			break;
 		case 'T':
 			ok = cli_parse_double("roofline", "tokens-per-request", optarg, 1, 1024,

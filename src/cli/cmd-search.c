@@ -297,11 +297,11 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->rate_given = true;
 			break;
 		case OPT_ISL:
-			ok = cli_parse_double("search", "isl", optarg, 1, 1e9, &a->cli.isl);
+			ok = cli_parse_count("search", "isl", optarg, 1, false, 1e9, &a->cli.isl);
 			a->isl = true;
 			break;
 		case OPT_OSL:
-			ok = cli_parse_double("search", "osl", optarg, 1, 1e9, &a->cli.osl);
+			ok = cli_parse_count("search", "osl", optarg, 1, false, 1e9, &a->cli.osl);
 			a->osl = true;
 			break;
 		case OPT_CACHED:

@@ -149,14 +149,14 @@ static bool parse_one(int c, struct step_args *a)
 		return false;
 	case 'e': return cli_parse_u32("step", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
 	case OPT_NODES_OF: return cli_parse_u32("step", "nodes-of", optarg, 1, MP_MAX_GPUS, &a->nodes_of);
-	case 'r': return cli_parse_positive("step", "requests", optarg, 1e9, &a->requests);
+	case 'r': return cli_parse_count("step", "requests", optarg, 0, true, 1e9, &a->requests);
 	case 'c':
 		a->context_text = optarg;
-		return cli_parse_double("step", "context", optarg, 0, 1e12, &a->context);
+		return cli_parse_count("step", "context", optarg, 0, false, 1e12, &a->context);
 	case 'T': return cli_parse_double("step", "tokens-per-request", optarg, 1, 1024, &a->tpr);
 	case OPT_ACCEPTANCE: return cli_parse_double("step", "acceptance", optarg, 0, 1, &a->acceptance);
-	case OPT_CHUNK: return cli_parse_double("step", "chunk-tokens", optarg, 1, 1e9, &a->chunk);
-	case OPT_PREFIX: return cli_parse_double("step", "prefix", optarg, 0, 1e12, &a->prefix);
+	case OPT_CHUNK: return cli_parse_count("step", "chunk-tokens", optarg, 1, false, 1e9, &a->chunk);
+	case OPT_PREFIX: return cli_parse_count("step", "prefix", optarg, 0, false, 1e12, &a->prefix);
 	case OPT_BUSIEST: return cli_parse_double("step", "busiest", optarg, 1, 1e6, &a->busiest);
 	case 's': return cli_parse_u32("step", "slots", optarg, 1, 1u << 24, &a->slots);
 	case OPT_DRAFTER_SLOTS:

@@ -363,6 +363,14 @@ static const struct {
 } hf_types[] = {
 	{"deepseek_v3", "DeepseekV3ForCausalLM", HF_DEEPSEEK},
 	{"deepseek_v2", "DeepseekV2ForCausalLM", HF_DEEPSEEK},
+	/* GLM-4.5 / 4.6 (issue 26): DeepSeek's layout with GQA attention.
+	 * SGLang python/sglang/srt/models/glm4_moe.py (commit 005ffc65):
+	 * Glm4MoeDecoderLayer._is_layer_sparse, layer_id >=
+	 * first_k_dense_replace and layer_id % moe_layer_freq == 0;
+	 * Glm4MoeSparseMoeBlock.shared_experts, one MLP of
+	 * moe_intermediate_size * n_shared_experts; MTP layers in
+	 * glm4_moe_nextn.py as DeepSeek's. */
+	{"glm4_moe", "Glm4MoeForCausalLM", HF_DEEPSEEK},
 	{"kimi_k2", NULL, HF_DEEPSEEK},
 	{"qwen3_moe", "Qwen3MoeForCausalLM", HF_QWEN_MOE},
 	{"qwen2_moe", "Qwen2MoeForCausalLM", HF_QWEN_MOE},
@@ -373,21 +381,79 @@ static const struct {
 	{"llama4_text", "Llama4ForCausalLM", HF_LLAMA4},
 };
 
+/* Config keys that change the model (issue 26): each one present is read
+ * or named in a warning, with what the model then lacks. A key counts as
+ * read once the family's reading has looked at it (hf_value). */
+static const struct {
+	const char *key;
+	const char *lacks;
+} hf_watched[] = {
+	{"n_shared_experts", "the shared experts' weights and FLOP are not counted"},
+	{"num_shared_experts", "the shared experts' weights and FLOP are not counted"},
+	{"shared_expert_intermediate_size", "the shared expert's weights and FLOP are not counted"},
+	{"first_k_dense_replace", "every layer is taken as an MoE layer"},
+	{"moe_layer_freq", "every layer is taken as an MoE layer"},
+	{"decoder_sparse_step", "every layer is taken as an MoE layer"},
+	{"mlp_only_layers", "every layer is taken as an MoE layer"},
+	{"interleave_moe_layer_step", "every layer is taken as an MoE layer"},
+	{"num_nextn_predict_layers", "the MTP layers' weights are not counted"},
+	{"sliding_window", "every layer's KV cache holds the whole context"},
+	{"layer_types", "every layer's KV cache holds the whole context"},
+	{"attention_chunk_size", "every layer's KV cache holds the whole context"},
+	{"quantization_config", "the weights are taken in torch_dtype"},
+	{"n_group", "routing is not group-limited"},
+	{"kv_lora_rank", "attention is taken as GQA"},
+};
+#define HF_WATCHED (sizeof(hf_watched) / sizeof(hf_watched[0]))
+
 struct hf {
 	struct ld *ld;
 	const yaml_node_t *root;
 	const yaml_node_t *cfg; /* text_config for Llama 4, else root */
 	const char *what;
 	const char *type;       /* for messages */
+	bool read[HF_WATCHED];  /* hf_watched[i] looked at */
 };
+
+static void hf_mark_read(struct hf *hf, const char *key)
+{
+	for (size_t i = 0; i < HF_WATCHED; i++) {
+		if (strcmp(hf_watched[i].key, key) == 0) {
+			hf->read[i] = true;
+		}
+	}
+}
 
 static const yaml_node_t *hf_value(struct hf *hf, const char *key)
 {
+	hf_mark_read(hf, key);
 	const yaml_node_t *v = ld_get(hf->ld, hf->cfg, key);
 	if (!v && hf->cfg != hf->root) {
 		v = ld_get(hf->ld, hf->root, key);
 	}
 	return v;
+}
+
+/* Each watched key that is present (not null, not 0, not an empty list)
+ * and was not read: one warning naming it and what the model lacks. */
+static void hf_warn_unread(struct hf *hf)
+{
+	for (size_t i = 0; i < HF_WATCHED; i++) {
+		if (hf->read[i]) {
+			continue;
+		}
+		const yaml_node_t *v = hf_value(hf, hf_watched[i].key);
+		const char *text = v ? ld_scalar(v) : NULL;
+		bool empty = !v || (text && strcmp(text, "0") == 0) ||
+			     (v->type == YAML_SEQUENCE_NODE &&
+			      v->data.sequence.items.top == v->data.sequence.items.start) ||
+			     (text && strcmp(text, "false") == 0);
+		if (empty) {
+			continue;
+		}
+		ld_warn(hf->ld, v, "%s: not read for model_type '%s': %s (write a moeplan model "
+			"file to state it)", hf_watched[i].key, hf->type, hf_watched[i].lacks);
+	}
 }
 
 static bool hf_u32(struct hf *hf, const char *key, bool required, uint32_t min, uint32_t max,
@@ -464,6 +530,7 @@ static double hf_formats(struct hf *hf, struct mp_model *m)
 	struct ld *ld = hf->ld;
 	char field[256];
 	const yaml_node_t *q = ld_get(ld, hf->root, "quantization_config");
+	hf_mark_read(hf, "quantization_config");
 	const char *dtype = ld_scalar(hf_value(hf, "torch_dtype"));
 	if (!dtype) {
 		dtype = ld_scalar(hf_value(hf, "dtype"));
@@ -577,10 +644,13 @@ static bool hf_moe_layers(struct hf *hf, enum hf_family family, uint32_t layers,
 	uint32_t freq = 1;
 	uint32_t step = 1;
 	const yaml_node_t *mlp_only = NULL;
-	if (family == HF_DEEPSEEK) {
+	/* An unknown model_type (HF_GENERIC) takes both rules, DeepSeek's
+	 * and Qwen's, from the keys it has (issue 26; warned in parse_hf). */
+	if (family == HF_DEEPSEEK || family == HF_GENERIC) {
 		hf_u32(hf, "first_k_dense_replace", false, 0, MP_MAX_LAYERS, &first_dense);
 		hf_u32(hf, "moe_layer_freq", false, 1, MP_MAX_LAYERS, &freq);
-	} else if (family == HF_QWEN_MOE) {
+	}
+	if (family == HF_QWEN_MOE || family == HF_GENERIC) {
 		hf_u32(hf, "decoder_sparse_step", false, 1, MP_MAX_LAYERS, &step);
 		mlp_only = hf_value(hf, "mlp_only_layers");
 	} else if (family == HF_LLAMA4) {
@@ -616,7 +686,17 @@ static bool hf_moe_layers(struct hf *hf, enum hf_family family, uint32_t layers,
  * of the routed shape (Llama4TextMoe.shared_expert). */
 static void hf_shared_experts(struct hf *hf, enum hf_family family, struct mp_model *m)
 {
-	if (family == HF_DEEPSEEK) {
+	static const char *const count_keys[] = {"n_shared_experts", "num_shared_experts", NULL};
+	const char *ck = family == HF_GENERIC ? hf_first(hf, count_keys) : NULL;
+	if (ck) {
+		/* An unknown model_type: n shared experts, each of
+		 * shared_expert_intermediate_size when given, else of the
+		 * routed experts' shape (DeepSeek's and GLM's reading). */
+		uint32_t si = m->expert_intermediate_size;
+		hf_u32(hf, ck, false, 0, MAX_SHARED_EXPERTS, &m->shared_experts);
+		hf_u32(hf, "shared_expert_intermediate_size", false, 0, MAX_INTERMEDIATE, &si);
+		m->shared_expert_intermediate_size = m->shared_experts ? si : 0;
+	} else if (family == HF_DEEPSEEK) {
 		hf_u32(hf, "n_shared_experts", false, 0, MAX_SHARED_EXPERTS, &m->shared_experts);
 		m->shared_expert_intermediate_size = m->shared_experts ? m->expert_intermediate_size : 0;
 	} else if (family == HF_QWEN_MOE || hf_value(hf, "shared_expert_intermediate_size")) {
@@ -687,6 +767,13 @@ static double hf_attention(struct hf *hf, enum hf_family family, uint32_t layers
 			hf_u32(hf, "sliding_window", false, 1, UINT32_MAX, &window);
 			m->attention.sliding_window = window;
 			m->attention.sliding_layers = hf_count(hf, layer_types, "sliding_attention");
+		} else if (family == HF_QWEN_MOE && hf_value(hf, "sliding_window") &&
+			   hf_bool(hf, "use_sliding_window", false)) {
+			/* Qwen2's rule (layers from max_window_layers on slide)
+			 * is not modelled: said, not dropped (issue 26). */
+			ld_warn(hf->ld, hf_value(hf, "use_sliding_window"),
+				"use_sliding_window: the sliding window of a '%s' config is not read: "
+				"every layer's KV cache holds the whole context", hf->type);
 		} else if (hf_value(hf, "sliding_window") && family != HF_QWEN_MOE &&
 			   hf_bool(hf, "use_sliding_window", true)) {
 			/* Mistral-style: every layer slides when a window is set. */
@@ -791,6 +878,15 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 		mp_model_finish(&m);
 		return;
 	}
+	if (family == HF_GENERIC) {
+		const yaml_node_t *tn = ld_get(ld, node, "model_type");
+		ld_warn(ld, tn ? tn : node, "model_type '%s' is not one moeplan knows (deepseek_v2, "
+			"deepseek_v3, kimi_k2, glm4_moe, qwen2_moe, qwen3_moe, mixtral, olmoe, gpt_oss, "
+			"llama4): read with the generic rules (shared experts from n_shared_experts or "
+			"shared_expert_intermediate_size, dense layers from first_k_dense_replace, "
+			"moe_layer_freq, decoder_sparse_step, mlp_only_layers); check the layers and "
+			"weights it reports", type);
+	}
 	hf_u32(&hf, ek, true, 1, MP_MAX_EXPERTS, &m.routed_experts);
 	uint32_t h = 0;
 	uint32_t layers = 0;
@@ -845,6 +941,9 @@ static void parse_hf(struct ld *ld, const yaml_node_t *node, const char *what, s
 		hf_mtp_drafter(&hf, &m, attn_params, linear_bits);
 	}
 
+	if (ld->errors == errors_before) {
+		hf_warn_unread(&hf);
+	}
 	if (ld->errors != errors_before) {
 		mp_model_finish(&m);
 		return;

@@ -393,23 +393,23 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 	}
 	const yaml_node_t *chunk = decode ? ld_get(ld, node, "chunk_tokens")
 					  : ld_require(ld, node, what, "chunk_tokens");
-	ld_get_real(ld, chunk, FIELD("chunk_tokens"), NULL, 0.0, true, MAX_TOKENS, &p->chunk_tokens);
+	ld_get_count(ld, chunk, FIELD("chunk_tokens"), 0.0, true, MAX_TOKENS, &p->chunk_tokens);
 	const yaml_node_t *isl = ld_get(ld, node, "isl");
 	const yaml_node_t *osl = ld_get(ld, node, "osl");
-	ld_get_real(ld, isl, FIELD("isl"), NULL, 0.0, true, MAX_TOKENS, &p->isl);
-	ld_get_real(ld, osl, FIELD("osl"), NULL, 0.0, true, MAX_TOKENS, &p->osl);
+	ld_get_count(ld, isl, FIELD("isl"), 0.0, true, MAX_TOKENS, &p->isl);
+	ld_get_count(ld, osl, FIELD("osl"), 0.0, true, MAX_TOKENS, &p->osl);
 	/* Decode holds each request's context: given, or from the prompt
 	 * and output lengths (the mean over a request's decode: isl + osl / 2). */
 	const yaml_node_t *ctx = decode && !isl ? ld_require(ld, node, what, "context_tokens")
 						: ld_get(ld, node, "context_tokens");
-	ld_get_real(ld, ctx, FIELD("context_tokens"), NULL, 0.0, false, MAX_TOKENS, &p->context_tokens);
+	ld_get_count(ld, ctx, FIELD("context_tokens"), 0.0, false, MAX_TOKENS, &p->context_tokens);
 	if (decode && !ctx && isl) {
 		p->context_tokens = p->isl + p->osl / 2.0;
 	}
 	/* Decode's batch: given, or (absent) the largest that fits in HBM and
 	 * meets slo.tpot, chosen per width (widths.h). */
 	const yaml_node_t *req = ld_get(ld, node, "requests_per_gpu");
-	ld_get_real(ld, req, FIELD("requests_per_gpu"), NULL, 0.0, true, MAX_REQUESTS_PER_GPU,
+	ld_get_count(ld, req, FIELD("requests_per_gpu"), 0.0, true, MAX_REQUESTS_PER_GPU,
 		    &p->requests_per_gpu);
 	parse_step_fields(ld, node, what, decode, p);
 	/* Default: one verified token plus one drafted per drafter stage,
@@ -450,8 +450,8 @@ static void parse_search(struct ld *ld, const yaml_node_t *node, struct mp_searc
 		ld_error(ld, rate, "%s: give either gpus (a budget) or request_rate, not both",
 			 FIELD("request_rate"));
 	}
-	ld_get_real(ld, ld_get(ld, node, "isl"), FIELD("isl"), NULL, 0.0, true, MAX_TOKENS, &out->isl);
-	ld_get_real(ld, ld_get(ld, node, "osl"), FIELD("osl"), NULL, 0.0, true, MAX_TOKENS, &out->osl);
+	ld_get_count(ld, ld_get(ld, node, "isl"), FIELD("isl"), 0.0, true, MAX_TOKENS, &out->isl);
+	ld_get_count(ld, ld_get(ld, node, "osl"), FIELD("osl"), 0.0, true, MAX_TOKENS, &out->osl);
 	const yaml_node_t *cached = ld_get(ld, node, "cached_fraction");
 	if (cached && !ld_is_null(cached)) {
 		double c = -1;
@@ -477,7 +477,7 @@ static void parse_search(struct ld *ld, const yaml_node_t *node, struct mp_searc
 	}
 	ld_get_real(ld, ld_get(ld, node, "grid_ratio"), FIELD("grid_ratio"), NULL, 1.0, true, 16.0,
 		    &out->grid_ratio);
-	ld_get_real(ld, ld_get(ld, node, "chunk_unit"), FIELD("chunk_unit"), NULL, 1.0, false,
+	ld_get_count(ld, ld_get(ld, node, "chunk_unit"), FIELD("chunk_unit"), 1.0, false,
 		    MAX_TOKENS, &out->chunk_unit_tokens);
 }
 

@@ -218,6 +218,25 @@ void ld_error_at(struct ld *ld, int line, int column, const char *fmt, ...)
 	va_end(ap);
 }
 
+void ld_warn(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
+{
+	int line = node ? (int)node->start_mark.line + 1 : 0;
+	int column = node ? (int)node->start_mark.column + 1 : 0;
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	for (char *p = buf; *p; p++) {
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		}
+	}
+	if (mp_diags_add(ld->diags, ld->path, line, column, MP_OK, "%s", buf) == MP_ENOMEM) {
+		ld_fail(ld, MP_ENOMEM);
+	}
+}
+
 void ld_error(struct ld *ld, const yaml_node_t *node, const char *fmt, ...)
 {
 	int line = 0;
@@ -819,13 +838,39 @@ static const struct unit rate_units[] = {
 	{"TiB/s", 1099511627776.0},
 	/* Network links are quoted in bits: 400 Gbit/s = 50 GB/s. */
 	{"bit/s", 0.125}, {"kbit/s", 125.0}, {"Mbit/s", 1.25e5}, {"Gbit/s", 1.25e8},
-	{"Tbit/s", 1.25e11}, {NULL, 0.0},
+	{"Tbit/s", 1.25e11},
+	/* The same in the spellings of NIC datasheets (issue 26): a lower-case
+	 * b is a bit, "400 Gbps" = "400 Gb/s" = "400 Gbit/s" = 50 GB/s. */
+	{"b/s", 0.125}, {"kb/s", 125.0}, {"Mb/s", 1.25e5}, {"Gb/s", 1.25e8}, {"Tb/s", 1.25e11},
+	{"bps", 0.125}, {"kbps", 125.0}, {"Mbps", 1.25e5}, {"Gbps", 1.25e8}, {"Tbps", 1.25e11},
+	{NULL, 0.0},
 };
 
 static const struct unit time_units[] = {
 	{"s", 1.0}, {"ms", 1e-3}, {"us", 1e-6}, {"ns", 1e-9}, {"min", 60.0}, {"h", 3600.0},
 	{NULL, 0.0},
 };
+
+/* Token and request counts (kind "count", issue 26): a bare number, or an
+ * SI suffix: 8k = 8K = 8,000, 1M = 1,000,000 (never 1,024: write 4096
+ * where a power of two is meant). */
+static const struct unit count_units[] = {
+	{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {NULL, 0.0},
+};
+
+/* An SI prefix written without its unit ("80G", "400 T"): ambiguous
+ * between bytes and bits (GB or Gbit/s), refused with a hint. */
+static bool is_bare_prefix(const char *unit)
+{
+	static const char *const prefixes[] = {"k", "K", "M", "G", "T", "P", "Ki", "Mi", "Gi",
+					       "Ti", "Pi", NULL};
+	for (size_t i = 0; prefixes[i]; i++) {
+		if (strcmp(unit, prefixes[i]) == 0) {
+			return true;
+		}
+	}
+	return false;
+}
 
 static bool find_unit(const struct unit *table, const char *name, double *factor)
 {
@@ -885,6 +930,9 @@ static bool unit_of_kind(const char *kind, const char *unit, double *factor)
 	if (strcmp(kind, "flop/s") == 0) {
 		return find_rate_unit(unit, factor);
 	}
+	if (strcmp(kind, "count") == 0) {
+		return find_unit(count_units, unit, factor);
+	}
 	/* Any other kind is a programming error. */
 	assert(strcmp(kind, "seconds") == 0);
 	return find_unit(time_units, unit, factor);
@@ -916,6 +964,13 @@ static const char *unit_part(const char *text)
 		s++;
 	}
 	return s;
+}
+
+/* True for a kind whose quantities need a unit: every kind but plain
+ * numbers (NULL) and counts. */
+static bool needs_unit(const char *kind)
+{
+	return kind && strcmp(kind, "count") != 0;
 }
 
 enum ld_qerr ld_parse_quantity(const char *text, const char *kind, double *out)
@@ -1020,7 +1075,12 @@ const char *ld_units_help(const char *kind)
 		return "B, kB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB";
 	}
 	if (strcmp(kind, "bytes/s") == 0) {
-		return "B/s, kB/s, MB/s, GB/s, TB/s, PB/s, KiB/s, MiB/s, GiB/s, TiB/s, Gbit/s";
+		return "B/s, kB/s, MB/s, GB/s, TB/s, PB/s, KiB/s, MiB/s, GiB/s, TiB/s, "
+		       "or bits: Gbit/s, Gb/s, Gbps";
+	}
+	if (strcmp(kind, "count") == 0) {
+		return "k = 1,000 or M = 1,000,000 (SI: 4K is 4,000; write 4096 where a power "
+		       "of two is meant), or no unit";
 	}
 	if (strcmp(kind, "flop/s") == 0) {
 		return "FLOP/s, GFLOP/s, TFLOP/s, PFLOP/s (or TFLOPS, PF)";
@@ -1045,6 +1105,9 @@ static const char *kind_noun(const char *kind)
 	if (strcmp(kind, "flop/s") == 0) {
 		return "an arithmetic rate";
 	}
+	if (strcmp(kind, "count") == 0) {
+		return "a count";
+	}
 	return "a duration";
 }
 
@@ -1062,6 +1125,9 @@ static const char *base_unit(const char *kind)
 	if (strcmp(kind, "flop/s") == 0) {
 		return "FLOP/s";
 	}
+	if (strcmp(kind, "count") == 0) {
+		return "";
+	}
 	return "s";
 }
 
@@ -1069,7 +1135,8 @@ static const char *base_unit(const char *kind)
 static void format_bound(double value, const char *kind, char *buf, size_t size)
 {
 	const char *unit = base_unit(kind);
-	if (!kind || !(fabs(value) > 0.0) || strcmp(kind, "seconds") == 0) {
+	if (!kind || !(fabs(value) > 0.0) || strcmp(kind, "seconds") == 0 ||
+	    strcmp(kind, "count") == 0) {
 		snprintf(buf, size, "%g%s%s", value, unit[0] ? " " : "", unit);
 		return;
 	}
@@ -1172,6 +1239,77 @@ bool ld_get_u32(struct ld *ld, const yaml_node_t *node, const char *field,
 	return true;
 }
 
+/* The unit an example in a message uses for kind. */
+static const char *example_unit(const char *kind)
+{
+	if (strcmp(kind, "bytes") == 0) {
+		return "GB";
+	}
+	if (strcmp(kind, "bytes/s") == 0) {
+		return "GB/s";
+	}
+	if (strcmp(kind, "flop/s") == 0) {
+		return "TFLOP/s";
+	}
+	return "ms";
+}
+
+/* Issue 26: a quantity of a kind with units (bytes, bytes/s, flop/s,
+ * seconds) written without one ("hbm_bytes: 80" would be 80 B, "tpot:
+ * 50" 50 s), or with an SI prefix and no unit ("80G": bytes or bits?).
+ * Reports and returns true for either; 0 needs no unit. */
+static bool unit_missing(struct ld *ld, const yaml_node_t *node, const char *field,
+			 const char *kind, const char *text, enum ld_qerr e, double v)
+{
+	if (!needs_unit(kind)) {
+		return false;
+	}
+	const char *unit = unit_part(text);
+	char num[48];
+	size_t n = (size_t)(unit - text);
+	while (n > 0 && (text[n - 1] == ' ' || text[n - 1] == '\t')) {
+		n--;
+	}
+	const char *start = text;
+	while (n > 0 && (*start == ' ' || *start == '\t')) {
+		start++;
+		n--;
+	}
+	snprintf(num, sizeof(num), "%.*s", (int)(n < 40 ? n : 40), start);
+	if (e == LDQ_OK && unit[0] == '\0' && v != 0.0) {
+		/* The example: "80" -> '80 GB'; a number that looks like base
+		 * units already ("989.5e12") -> '989.5e12 FLOP/s'. */
+		const char *eg = fabs(v) >= 1e6 ? base_unit(kind) : example_unit(kind);
+		if (strcmp(kind, "seconds") == 0) {
+			ld_error(ld, node, "%s: a bare number %s has no unit; write it with one, e.g. "
+				 "'%s ms' or '%s s' (units: %s)", field, num, num, num, ld_units_help(kind));
+		} else {
+			ld_error(ld, node, "%s: a bare number %s has no unit; write it with one, e.g. "
+				 "'%s %s' (units: %s)", field, num, num, eg, ld_units_help(kind));
+		}
+		return true;
+	}
+	if (e != LDQ_UNIT || !is_bare_prefix(unit) || strcmp(kind, "seconds") == 0) {
+		return false;
+	}
+	/* "80G" -> "80 GB" or "80 GiB"; "8k" -> "8 kB" or "8 KiB". */
+	char letter = unit[0] == 'K' ? 'k' : unit[0];
+	char dec[4] = {letter, '\0', '\0', '\0'};
+	char bin[4] = {letter == 'k' ? 'K' : letter, 'i', '\0', '\0'};
+	if (strcmp(kind, "bytes") == 0) {
+		ld_error(ld, node, "%s: '%s%s' has a prefix but no unit; write '%s %sB' (powers of "
+			 "1000) or '%s %sB' (powers of 1024)", field, num, unit, num, dec, num, bin);
+	} else if (strcmp(kind, "bytes/s") == 0) {
+		ld_error(ld, node, "%s: '%s%s' has a prefix but no unit (bytes or bits?); write "
+			 "'%s %sB/s' (bytes per second) or '%s %sbit/s' (bits: an eighth of it)",
+			 field, num, unit, num, dec, num, dec);
+	} else {
+		ld_error(ld, node, "%s: '%s%s' has a prefix but no unit; write '%s %sFLOP/s'", field,
+			 num, unit, num, dec);
+	}
+	return true;
+}
+
 static bool get_real(struct ld *ld, const yaml_node_t *node, const char *field,
 		     const char *kind, double min, bool min_open, double max, bool max_open,
 		     double *out)
@@ -1187,7 +1325,7 @@ static bool get_real(struct ld *ld, const yaml_node_t *node, const char *field,
 	snprintf(expected, sizeof(expected), "%s %s %s and %s %s", kind_noun(kind),
 		 min_open ? ">" : ">=", lo, max_open ? "<" : "<=", hi);
 	/* a quantity ("3.35 TB/s") is text in YAML anyway: quoted or not */
-	const char *text = scalar_for(ld, node, field, expected, kind == NULL);
+	const char *text = scalar_for(ld, node, field, expected, !needs_unit(kind));
 	if (!text) {
 		return false;
 	}
@@ -1195,6 +1333,9 @@ static bool get_real(struct ld *ld, const yaml_node_t *node, const char *field,
 	enum ld_qerr e = ld_parse_quantity(text, kind, &v);
 	char vbuf[80];
 	quote_value(text, vbuf, sizeof(vbuf));
+	if (unit_missing(ld, node, field, kind, text, e, v)) {
+		return false;
+	}
 	if (e == LDQ_OK && (v < min || (min_open && !(v > min)) || v > max || (max_open && !(v < max)))) {
 		ld_error(ld, node, "%s: expected %s, got '%s'", field, expected, vbuf);
 		return false;
@@ -1239,6 +1380,12 @@ bool ld_get_real(struct ld *ld, const yaml_node_t *node, const char *field,
 		 const char *kind, double min, bool min_open, double max, double *out)
 {
 	return get_real(ld, node, field, kind, min, min_open, max, false, out);
+}
+
+bool ld_get_count(struct ld *ld, const yaml_node_t *node, const char *field, double min,
+		  bool min_open, double max, double *out)
+{
+	return get_real(ld, node, field, "count", min, min_open, max, false, out);
 }
 
 bool ld_get_fraction(struct ld *ld, const yaml_node_t *node, const char *field, double *out)
