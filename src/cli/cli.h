@@ -18,6 +18,7 @@
 
 #include "moeplan/export.h"
 #include "moeplan/diag.h"
+#include "moeplan/dispatch.h"
 #include "moeplan/doc.h"
 #include "moeplan/roofline.h"
 #include "opt.h"
@@ -370,5 +371,30 @@ int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct
  * status. cl NULL or not known: refused with the reason. */
 int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
 		   const char *format, const char *path);
+
+/* --engine and its companions on place, check, replan and simulate
+ * (engine-opt.c, issue 24): the dispatch rule a map is scored or placed
+ * under (moeplan/dispatch.h). */
+struct cli_engine {
+	bool given;              /**< --engine was on the command line */
+	bool have_algorithm;     /**< --ep-dispatch-algorithm was */
+	struct mp_dispatch d;    /**< rule, algorithm, gpus_per_node */
+};
+/** Parse --engine NAME (even, sglang, vllm) into e; false after a usage
+ * message naming cmd. */
+bool cli_engine_parse(const char *cmd, const char *name, struct cli_engine *e);
+/** Parse --ep-dispatch-algorithm NAME (static, dynamic, fake). */
+bool cli_engine_parse_algorithm(const char *cmd, const char *name, struct cli_engine *e);
+/** The engine a map file belongs to when --engine is not given: SGLang's
+ * `physical_to_logical_map` JSON and torch.save dumps -> sglang, moeplan's
+ * vLLM export -> vllm, anything else (a moeplan plan or placement, a bare
+ * list) -> even, the split moeplan plans for. */
+enum mp_dispatch_rule cli_engine_of_file(const char *path);
+/** Each row's GPU loads under d: map rows in order (so SGLang's static
+ * streams walk them as SGLang does), row h carrying loads row
+ * row_loads[h] (UINT32_MAX = no loads, e.g. a dense layer). gpu[n_layers *
+ * G] out (heap, caller frees). Returns 0, MP_EINVAL or MP_ENOMEM. */
+int cli_engine_loads(const struct mp_dispatch *d, const struct mp_placement *map,
+		     const uint32_t *row_loads, const struct mp_loads *loads, double **gpu);
 
 #endif
