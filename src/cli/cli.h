@@ -371,6 +371,11 @@ int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct
  * status. cl NULL or not known: refused with the reason. */
 int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
 		   const char *format, const char *path);
+/** What the running command knows of SGLang's launch (nodes, dispatch
+ * algorithm, MTP, memory fraction): cli_export_map then prints the whole
+ * launch line ("sglang launch: ...") with it; without a call, the defaults
+ * of mp_export_launch_init. l's strings must outlive the export. */
+void cli_export_set_launch(const struct mp_export_launch *l);
 
 /* --engine and its companions on place, check, replan and simulate
  * (engine-opt.c, issue 24): the dispatch rule a map is scored or placed
