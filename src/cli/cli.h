@@ -134,6 +134,9 @@ bool cli_search_report_files(const char *report, struct cli_report_files *out);
 
 /** Write a document to path (NULL or "-" = stdout) as YAML or JSON,
  * atomically; prints an error and returns EXIT_INPUT on failure. */
+/** True when path names a JSON file (ends in ".json"): a command's -o
+ * without --format then writes JSON (issue 24; for plan to call). */
+bool cli_output_wants_json(const char *path);
 int cli_emit(const struct mp_doc *doc, const char *path, bool json);
 
 /** Emit doc (YAML or JSON) to path (NULL or "-" = stdout) atomically and
@@ -376,6 +379,19 @@ int cli_export_map(const struct mp_placement *placement, const struct cli_layers
  * launch line ("sglang launch: ...") with it; without a call, the defaults
  * of mp_export_launch_init. l's strings must outlive the export. */
 void cli_export_set_launch(const struct mp_export_launch *l);
+
+/** SGLang's recorder dump as written against a moeplan plan or placement
+ * at plan_path (dense-rows.c, issue 24): the all-zero rows of layers the
+ * plan does not place are dropped from loads with a note on stderr naming
+ * them (with model_path, only rows of the model's dense layers). Engine
+ * maps and loads without layer ids are left alone. Returns 0, MP_EINVAL
+ * (the model) or MP_ENOMEM. */
+int cli_loads_fit_plan(const char *cmd, const char *plan_path, const char *phase, const char *model_path,
+		       const char *loads_path, struct mp_loads *loads);
+/** place of a dump (a row per hidden layer) without --model: its all-zero
+ * rows are dropped with a note naming them, and cl numbers the others for
+ * --export (hidden layers: the dump's rows). Returns 0 or MP_ENOMEM. */
+int cli_place_skip_dense(const char *loads_path, struct mp_loads *loads, struct cli_layers *cl);
 
 /* --engine and its companions on place, check, replan and simulate
  * (engine-opt.c, issue 24): the dispatch rule a map is scored or placed

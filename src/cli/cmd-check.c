@@ -257,6 +257,25 @@ static int check_engine_loads(const struct mp_placement *full, const struct mp_l
 	return 0;
 }
 
+/* With --model, an SGLang map (rows that do not name their layers) must
+ * have one row per hidden layer: SGLang sizes the map by
+ * num_hidden_layers and looks rows up by the absolute layer id
+ * (expert_location.py, expert_location_dispatch.py
+ * ExpertLocationDispatchInfo.init_new at 60d36e7). Nonzero after an error. */
+static int check_sglang_rows(const struct check_args *a, const struct mp_placement *map, uint32_t hidden)
+{
+	if (!a->model || hidden == 0 || map->n_layers == hidden ||
+	    cli_engine_of_file(a->plan) != MP_DISPATCH_SGLANG) {
+		return 0;
+	}
+	cli_error("%s: %u rows, but %s has %u hidden layers: SGLang's map has one row per hidden layer, "
+		  "dense layers included, and rows are looked up by layer id, so SGLang does not start "
+		  "with this map (issue 24 saw an IndexError at start-up with 58 and 60 rows for "
+		  "DeepSeek-V3's 61); export one with moeplan place --model M --export sglang",
+		  a->plan, map->n_layers, a->model, hidden);
+	return MP_EINVAL;
+}
+
 /* The engine: --engine, else the map file's own (cli_engine_of_file);
  * the node size must divide the map's GPUs. Nonzero after an error. */
 static int check_engine_resolve(const struct check_args *a, const struct mp_placement *map,
@@ -435,6 +454,7 @@ int cmd_check(int argc, char **argv)
 	mp_diags_init(&diags);
 	int exit_code = EXIT_INPUT;
 	struct check_engine ce = {0};
+	uint32_t hidden = 0; /* the model's hidden layers, with --model */
 	/* Every problem in the map at once: ids out of range, experts with no
 	 * slot (capped, "... and N more"); an expert twice on a GPU is a
 	 * warning below. */
@@ -443,6 +463,7 @@ int cmd_check(int argc, char **argv)
 		mp_model_init(&model);
 		rc = mp_load_model(a.model, &model, &diags);
 		a.experts = model.routed_experts;
+		hidden = rc == 0 ? mp_model_hidden_layers(&model) : 0;
 		mp_model_finish(&model);
 		if (rc != 0) {
 			cli_print_diags(&diags);
@@ -463,7 +484,7 @@ int cmd_check(int argc, char **argv)
 	/* Engines' balancers may put two replicas of an expert on one GPU
 	 * (both engines accept it): scored as it stands, with a warning. */
 	warn_duplicates(a.plan, &map);
-	if (check_engine_resolve(&a, &map, &ce) != 0) {
+	if (check_sglang_rows(&a, &map, hidden) != 0 || check_engine_resolve(&a, &map, &ce) != 0) {
 		goto out;
 	}
 	if (a.loads) {
@@ -479,6 +500,9 @@ int cmd_check(int argc, char **argv)
 		 * column) check those rows: an engine map's row r is hidden layer
 		 * r, a plan's rows say their layer. */
 		rc = cli_rows_dense_zero(a.model, a.loads, &loads, &diags);
+		if (rc == 0) {
+			rc = cli_loads_fit_plan("check", a.plan, a.phase, a.model, a.loads, &loads);
+		}
 		if (rc != 0) {
 			cli_print_diags(&diags);
 			goto out;

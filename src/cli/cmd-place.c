@@ -342,7 +342,8 @@ int cmd_place(int argc, char **argv)
 		exit_code = EXIT_INPUT;
 		goto out;
 	}
-	rc = a.model ? place_model_layers(&a, &loads, &layers, &diags) : 0;
+	rc = a.model ? place_model_layers(&a, &loads, &layers, &diags)
+		     : cli_place_skip_dense(a.loads, &loads, &layers);
 	if (rc != 0) {
 		cli_print_diags(&diags);
 		exit_code = EXIT_INPUT;
