@@ -312,10 +312,14 @@ static void engines__check_scores_duplicates(void **state)
 /* SGLang's static dispatch by hand. 4 GPUs x 2 slots, experts 0..5;
  * expert 0 (load 12) in GPU 0 slots 0 and 1 and GPU 1 slot 0; the others
  * (load 1 each) once. Even split (vLLM): GPU 0 = 2 x 12/3 = 8, GPU 1 =
- * 4 + 1 = 5, GPUs 2, 3 = 2. Static (compute_logical_to_rank_dispatch_
- * physical_map, equal traffic per rank): ranks 0 and 1 keep their 12/4 = 3
- * at home; ranks 2 and 3 (6 tokens) spread evenly over the 3 replicas, 2
- * each: GPU 0 = 3 + 4 = 7, GPU 1 = 3 + 2 + 1 = 6, GPUs 2, 3 = 2. */
+ * 4 + 1 = 5, GPUs 2, 3 = 2. SGLang's static dispatch (sgl-project/sglang
+ * 60d36e7 expert_location.py: _compute_logical_to_all_physical_map reduces
+ * each rank's candidates to _find_nearest_expert's: its own GPU's first
+ * replica, else the node's first), equal traffic per rank (12/4 = 3):
+ * rank 0 keeps its 3 in slot 0, rank 1 in slot 2, ranks 2 and 3 have no
+ * copy and send theirs to the node's first replica, slot 0: GPU 0 = 3 + 6
+ * = 9, GPU 1 = 3 + 1 = 4, GPUs 2, 3 = 2. (Until issue 24 moeplan spread
+ * ranks 2 and 3 evenly, 7/6/2/2, 22% under SGLang's busiest GPU.) */
 static void engines__check_static_dispatch_by_hand(void **state)
 {
 	(void)state;
@@ -332,8 +336,8 @@ static void engines__check_static_dispatch_by_hand(void **state)
 	struct cli_result r = cli_run("check", map, "--gpus", "4", "--loads", loads, "--format", "json", NULL);
 	assert_int_equal(r.status, 0);
 	assert_non_null(strstr(r.out, "\"gpu_load\": [8, 5, 2, 2]"));
-	assert_non_null(strstr(r.out, "\"gpu_load_sglang_static\": [7, 6, 2, 2]"));
-	assert_non_null(strstr(r.out, "\"max_load_sglang_static\": 7"));
+	assert_non_null(strstr(r.out, "\"gpu_load_sglang_static\": [9, 4, 2, 2]"));
+	assert_non_null(strstr(r.out, "\"max_load_sglang_static\": 9"));
 	cli_result_free(&r);
 	unlink(map);
 	unlink(loads);
@@ -514,6 +518,128 @@ static void engines__vllm_state_reads(void **state)
 	mp_diags_finish(&d);
 }
 
+/* The number after the first "key": in text (JSON), or -1. */
+static double json_value(const char *text, const char *key)
+{
+	char needle[96];
+	snprintf(needle, sizeof(needle), "\"%s\": ", key);
+	const char *p = text ? strstr(text, needle) : NULL;
+	return p ? strtod(p + strlen(needle), NULL) : -1;
+}
+
+/* Issue 24, the round trip on SGLang's own dump as written (one row per
+ * hidden layer, dense layer 0 all zero): place -> export -> check and
+ * replan of the placement and of the map, simulate of the placement: exit
+ * 0 and the same scores. Before issue 24 check and replan of the placement
+ * exited 1 (the dump's row 0 "names a layer the plan does not place") and
+ * place planned the zero row as a MoE layer. */
+static void engines__round_trip_dump(void **state)
+{
+	(void)state;
+	char pl[64], map[64], rp[64];
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-rt-%d.yaml", (int)getpid());
+	snprintf(map, sizeof(map), "/tmp/test-engines-rt-%d.json", (int)getpid());
+	snprintf(rp, sizeof(rp), "/tmp/test-engines-rt-%d-re.yaml", (int)getpid());
+	const char *dump = src_path(DIR "stat-dump.pt");
+	struct cli_result r = cli_run("place", dump, "--gpus", "4", "--slots", "20", "-t", "0", "-o", pl,
+				      "--export", "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "skipped 1 all-zero row, layer 0"));
+	assert_non_null(strstr(r.err, "sglang map: 5 rows, one per hidden layer (4 MoE"));
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", dump, "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "skipped 1 all-zero row, layer 0"));
+	double bal_plan = json_value(r.out, "worst_balancedness");
+	assert_true(bal_plan > 0);
+	cli_result_free(&r);
+	r = cli_run("check", map, "--gpus", "4", "--loads", dump, "-f", "json", "--engine", "even", NULL);
+	assert_int_equal(r.status, 0);
+	assert_float_equal(json_value(r.out, "worst_balancedness"), bal_plan, 1e-12);
+	cli_result_free(&r);
+	const char *plans[] = {pl, map};
+	for (int i = 0; i < 2; i++) {
+		r = cli_run("replan", "--plan", plans[i], "--gpus", "4", "--loads", dump, "-t", "1", "-o", rp, NULL);
+		assert_int_equal(r.status, 0);
+		cli_result_free(&r);
+	}
+	r = cli_run("simulate", "--plan", pl, "--loads", dump, "--requests", "2", "--top-k", "2", "--steps",
+		    "10", "-o", rp, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	unlink(pl);
+	unlink(map);
+	unlink(rp);
+}
+
+/* check --model of an SGLang map: one row per hidden layer, as SGLang
+ * sizes it (DeepSeek-V3: 61); a 58-row map is refused, the 61-row one
+ * passes. */
+static void engines__check_model_rows(void **state)
+{
+	(void)state;
+	char map[64];
+	snprintf(map, sizeof(map), "/tmp/test-engines-rows-%d.json", (int)getpid());
+	for (int rows = 58; rows <= 61; rows += 3) {
+		FILE *f = fopen(map, "w");
+		assert_non_null(f);
+		fputs("{\"physical_to_logical_map\": [", f);
+		for (int l = 0; l < rows; l++) {
+			fputs(l ? ",[" : "[", f);
+			for (int p = 0; p < 288; p++) {
+				fprintf(f, "%s%d", p ? "," : "", p % 256);
+			}
+			fputs("]", f);
+		}
+		fputs("]}\n", f);
+		fclose(f);
+		struct cli_result r = cli_run("check", map, "--gpus", "8", "--model",
+					      src_path("plans/models/deepseek-v3.yaml"), NULL);
+		assert_int_equal(r.status, rows == 61 ? 0 : 1);
+		if (rows != 61) {
+			assert_non_null(strstr(r.err, "58 rows, but"));
+			assert_non_null(strstr(r.err, "has 61 hidden layers"));
+		}
+		cli_result_free(&r);
+	}
+	unlink(map);
+}
+
+/* place --engine sglang: the map it writes, scored by check under SGLang's
+ * static rule (check itself is pinned to SGLang's code by
+ * tests/sglang-dispatch.py), carries what place reported, and no more
+ * than the even-split plan's map does under that rule. */
+static void engines__place_sglang(void **state)
+{
+	(void)state;
+	char map[64], pl[64];
+	snprintf(map, sizeof(map), "/tmp/test-engines-sg-%d.json", (int)getpid());
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-sg-%d.json.yaml", (int)getpid());
+	const char *dump = src_path(DIR "stat-dump.pt");
+	double worst[2];
+	for (int i = 0; i < 2; i++) {
+		struct cli_result r = cli_run("place", dump, "--gpus", "4", "--slots", "20", "-t", "0",
+					      "--gpus-per-node", "2", "--engine", i ? "sglang" : "even",
+					      "-f", "json", "-o", pl, "--export", "sglang", "--export-output", map, NULL);
+		assert_int_equal(r.status, 0);
+		cli_result_free(&r);
+		char *placed = cli_slurp(pl);
+		r = cli_run("check", map, "--gpus", "4", "--loads", dump, "--engine", "sglang",
+			    "--gpus-per-node", "2", "-f", "json", NULL);
+		assert_int_equal(r.status, 0);
+		worst[i] = json_value(r.out, "worst_engine_busiest_over_mean");
+		if (i == 1) { /* layer 1 is the first MoE row of both documents */
+			assert_float_equal(json_value(placed, "max_load"),
+					   json_value(strstr(r.out, "\"layer\": 1,"), "engine_max_load"), 1e-6);
+		}
+		free(placed);
+		cli_result_free(&r);
+	}
+	assert_true(worst[1] <= worst[0] + 1e-12);
+	unlink(map);
+	unlink(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -528,6 +654,9 @@ int main(void)
 		cmocka_unit_test(engines__qwen_mlp_only_layers),
 		cmocka_unit_test(engines__csv_layer_ids),
 		cmocka_unit_test(engines__vllm_state_reads),
+		cmocka_unit_test(engines__round_trip_dump),
+		cmocka_unit_test(engines__check_model_rows),
+		cmocka_unit_test(engines__place_sglang),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -372,6 +372,74 @@ static void export__cli_replan(void **state)
 	unlink(out);
 }
 
+/* Every "--flag" of text is one SGLang defines: the list from
+ * server_args.py at 60d36e7 (tests/data/engines/sglang-server-args-60d36e7.txt,
+ * its source line in the file). Returns the number of flags checked. */
+static int flags_known(const char *text)
+{
+	char *list = cli_slurp(src_path("tests/data/engines/sglang-server-args-60d36e7.txt"));
+	assert_non_null(list);
+	int n = 0;
+	for (const char *p = strstr(text, " --"); p; p = strstr(p + 1, " --")) {
+		char flag[96];
+		size_t k = 0;
+		for (p++; k + 1 < sizeof(flag) && (p[k] == '-' || (p[k] >= 'a' && p[k] <= 'z') ||
+						   (p[k] >= '0' && p[k] <= '9')); k++) {
+			flag[k] = p[k];
+		}
+		flag[k] = '\0';
+		char needle[100];
+		snprintf(needle, sizeof(needle), "\n%s\n", flag);
+		if (!strstr(list, needle)) {
+			fail_msg("%s is not a flag of SGLang's server_args.py at 60d36e7", flag);
+		}
+		n++;
+	}
+	free(list);
+	return n;
+}
+
+/* Issue 24: the whole launch line, every flag named as server_args.py
+ * names it, and the values the plan assumes. */
+static void export__launch_line(void **state)
+{
+	(void)state;
+	struct mp_placement p;
+	mp_placement_init(&p);
+	assert_int_equal(mp_placement_alloc(&p, 1, 256, 72, 4), 0);
+	struct mp_export_launch l;
+	mp_export_launch_init(&l, &p);
+	assert_int_equal(l.redundant, 32);
+	l.gpus_per_node = 8;
+	l.mtp_steps = 2;
+	l.mem_fraction_static = 0.8;
+	l.deepep_mode = "low_latency";
+	l.file = "map.json";
+	char line[1024];
+	mp_export_launch_line(&l, line, sizeof(line));
+	assert_int_equal(flags_known(line), 18);
+	assert_non_null(strstr(line, " --tp-size 72 --dp-size 72 --enable-dp-attention --ep-size 72 "
+				     "--moe-a2a-backend deepep --deepep-mode low_latency "
+				     "--ep-num-redundant-experts 32 --init-expert-location map.json "
+				     "--ep-dispatch-algorithm static --nnodes 9 "));
+	assert_non_null(strstr(line, " --speculative-algorithm EAGLE --speculative-num-steps 2 "
+				     "--speculative-eagle-topk 1 --speculative-num-draft-tokens 3 "
+				     "--mem-fraction-static 0.8"));
+	mp_placement_finish(&p);
+	/* place prints it, with the nodes and the algorithm it planned for */
+	struct cli_result r = cli_run("place", src_path("tests/data/loads/eplb-sglang-3d.json"), "--gpus", "4",
+				      "--slots", "20", "--gpus-per-node", "2", "--engine", "sglang",
+				      "--ep-dispatch-algorithm", "dynamic", "--export", "sglang", "-o",
+				      "/tmp/test-export-launch.json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *launch = strstr(r.err, "sglang launch: python3");
+	assert_non_null(launch);
+	assert_true(flags_known(strstr(r.err, "sglang flags:")) >= 13);
+	assert_non_null(strstr(launch, "--ep-dispatch-algorithm dynamic --nnodes 2 "));
+	cli_result_free(&r);
+	unlink("/tmp/test-export-launch.json");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -383,6 +451,7 @@ int main(void)
 		cmocka_unit_test(export__cli_place_models),
 		cmocka_unit_test(export__cli_place_dump),
 		cmocka_unit_test(export__cli_replan),
+		cmocka_unit_test(export__launch_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,6 +103,39 @@ MP_EXPORT bool mp_export_name_ok(const char *path);
 MP_EXPORT void mp_export_flags(const struct mp_placement *placement, enum mp_export_format format,
 		     const char *file, char *buf, size_t size);
 
+/** What a plan assumes of SGLang's launch (issue 24), for the whole
+ * launch line. Flag names as python/sglang/srt/server_args.py defines them
+ * at sgl-project/sglang 60d36e7 (tests/data/engines/
+ * sglang-server-args-60d36e7.txt is that file's list; test-export checks
+ * every flag written against it). */
+struct mp_export_launch {
+	const char *model_path;   /**< --model-path; NULL = "MODEL" */
+	uint32_t gpus;            /**< EP width: --tp-size, --ep-size (and --dp-size with DP attention) */
+	uint32_t gpus_per_node;   /**< --nnodes gpus / gpus_per_node when > 1 node (then --node-rank
+				       and --dist-init-addr placeholders); 0 = one node */
+	uint32_t redundant;       /**< --ep-num-redundant-experts */
+	const char *file;         /**< --init-expert-location; NULL = "FILE.json" */
+	const char *ep_dispatch_algorithm; /**< --ep-dispatch-algorithm; NULL = "static" */
+	bool dp_attention;        /**< --enable-dp-attention --dp-size gpus: every rank originates
+				       its own tokens, what moeplan's dispatch models assume */
+	const char *deepep_mode;  /**< --moe-a2a-backend deepep --deepep-mode MODE ("low_latency",
+				       "normal", "auto"); NULL = no DeepEP flags */
+	uint32_t mtp_steps;       /**< MTP (DeepSeek's NextN): --speculative-algorithm EAGLE
+				       --speculative-num-steps N --speculative-eagle-topk 1
+				       --speculative-num-draft-tokens N + 1; 0 = none */
+	double mem_fraction_static; /**< --mem-fraction-static, in (0, 1); 0 = not given */
+};
+
+/** Defaults for placement p: gpus, redundant from p, DP attention on,
+ * DeepEP mode "auto" (server_args.py: low_latency for decode batches,
+ * normal for prefill), static dispatch, one node, no MTP, no memory
+ * fraction. */
+MP_EXPORT void mp_export_launch_init(struct mp_export_launch *l, const struct mp_placement *p);
+
+/** The launch line "python3 -m sglang.launch_server --model-path ... ", at
+ * most size bytes into buf (truncated, always terminated). */
+MP_EXPORT void mp_export_launch_line(const struct mp_export_launch *l, char *buf, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

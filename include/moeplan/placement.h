@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "moeplan/diag.h"
+#include "moeplan/dispatch.h"
 #include "moeplan/map.h"
 #include "moeplan/traffic.h"
 #include "moeplan/visibility.h"
@@ -64,6 +65,17 @@ struct mp_place_options {
 	bool verbose;           /**< let GLPK print its log to stderr */
 	double target_gap;      /**< stop a layer's search once its gap (map.h: (max_load -
 				     lower_bound) / max_load) is at most this; default 0 */
+	struct mp_dispatch dispatch; /**< the engine's dispatch the busiest GPU is minimised under
+				     (moeplan/dispatch.h; issue 24). Default zeroed: the even split,
+				     every replica 1/r, the plans as before. MP_DISPATCH_SGLANG: the
+				     even-split plan is refined by a local search scored by SGLang's
+				     rule (src/placement/dispatch-search.c); gpu_load and max_load
+				     are then under that rule and lower_bound is the mean load, the
+				     only bound claimed under it. With algorithm static over several
+				     nodes (gpus_per_node < G) the layers are taken in order with
+				     SGLang's random streams, hidden layers the loads skip (their
+				     layer_ids) dispatched as SGLang's trivial rows (p % E).
+				     MP_DISPATCH_VLLM: 1/r in expectation, so the even-split plan */
 	/** Optional progress callback, called from the calling thread after each
 	 * layer (layers_done of n_layers, worst relative gap so far). */
 	void (*progress)(void *user, uint32_t layers_done, uint32_t n_layers, double worst_gap);

@@ -18,6 +18,7 @@
 
 #include "moeplan/export.h"
 #include "moeplan/diag.h"
+#include "moeplan/dispatch.h"
 #include "moeplan/doc.h"
 #include "moeplan/roofline.h"
 #include "opt.h"
@@ -144,6 +145,9 @@ bool cli_search_report_files(const char *report, struct cli_report_files *out);
 
 /** Write a document to path (NULL or "-" = stdout) as YAML or JSON,
  * atomically; prints an error and returns EXIT_INPUT on failure. */
+/** True when path names a JSON file (ends in ".json"): a command's -o
+ * without --format then writes JSON (issue 24; for plan to call). */
+bool cli_output_wants_json(const char *path);
 int cli_emit(const struct mp_doc *doc, const char *path, bool json);
 
 /** Emit doc (YAML or JSON) to path (NULL or "-" = stdout) atomically and
@@ -381,5 +385,48 @@ int cli_map_put_rows(struct mp_placement *map, const uint32_t *ids, const struct
  * status. cl NULL or not known: refused with the reason. */
 int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
 		   const char *format, const char *path);
+/** What the running command knows of SGLang's launch (nodes, dispatch
+ * algorithm, MTP, memory fraction): cli_export_map then prints the whole
+ * launch line ("sglang launch: ...") with it; without a call, the defaults
+ * of mp_export_launch_init. l's strings must outlive the export. */
+void cli_export_set_launch(const struct mp_export_launch *l);
+
+/** SGLang's recorder dump as written against a moeplan plan or placement
+ * at plan_path (dense-rows.c, issue 24): the all-zero rows of layers the
+ * plan does not place are dropped from loads with a note on stderr naming
+ * them (with model_path, only rows of the model's dense layers). Engine
+ * maps and loads without layer ids are left alone. Returns 0, MP_EINVAL
+ * (the model) or MP_ENOMEM. */
+int cli_loads_fit_plan(const char *cmd, const char *plan_path, const char *phase, const char *model_path,
+		       const char *loads_path, struct mp_loads *loads);
+/** place of a dump (a row per hidden layer) without --model: its all-zero
+ * rows are dropped with a note naming them, and cl numbers the others for
+ * --export (hidden layers: the dump's rows). Returns 0 or MP_ENOMEM. */
+int cli_place_skip_dense(const char *loads_path, struct mp_loads *loads, struct cli_layers *cl);
+
+/* --engine and its companions on place, check, replan and simulate
+ * (engine-opt.c, issue 24): the dispatch rule a map is scored or placed
+ * under (moeplan/dispatch.h). */
+struct cli_engine {
+	bool given;              /**< --engine was on the command line */
+	bool have_algorithm;     /**< --ep-dispatch-algorithm was */
+	struct mp_dispatch d;    /**< rule, algorithm, gpus_per_node */
+};
+/** Parse --engine NAME (even, sglang, vllm) into e; false after a usage
+ * message naming cmd. */
+bool cli_engine_parse(const char *cmd, const char *name, struct cli_engine *e);
+/** Parse --ep-dispatch-algorithm NAME (static, dynamic, fake). */
+bool cli_engine_parse_algorithm(const char *cmd, const char *name, struct cli_engine *e);
+/** The engine a map file belongs to when --engine is not given: SGLang's
+ * `physical_to_logical_map` JSON and torch.save dumps -> sglang, moeplan's
+ * vLLM export -> vllm, anything else (a moeplan plan or placement, a bare
+ * list) -> even, the split moeplan plans for. */
+enum mp_dispatch_rule cli_engine_of_file(const char *path);
+/** Each row's GPU loads under d: map rows in order (so SGLang's static
+ * streams walk them as SGLang does), row h carrying loads row
+ * row_loads[h] (UINT32_MAX = no loads, e.g. a dense layer). gpu[n_layers *
+ * G] out (heap, caller frees). Returns 0, MP_EINVAL or MP_ENOMEM. */
+int cli_engine_loads(const struct mp_dispatch *d, const struct mp_placement *map,
+		     const uint32_t *row_loads, const struct mp_loads *loads, double **gpu);
 
 #endif

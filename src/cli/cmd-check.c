@@ -8,6 +8,12 @@
 #include "moeplan/loader.h"
 #include "moeplan/placement.h"
 
+enum {
+	OPT_ENGINE = CLI_OPT_LONG,
+	OPT_EP_DISPATCH_ALGORITHM,
+	OPT_GPUS_PER_NODE,
+};
+
 static const struct cli_opt check_options[] = {
 	{"loads", 'l', "LOADS", "loads [layers][experts] (CSV, YAML, SGLang logical_count): report each GPU's "
 		"load, balancedness and the distance from the lower bound (default: check the "
@@ -23,6 +29,17 @@ static const struct cli_opt check_options[] = {
 	{"output", 'o', "FILE", "write the report to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
 	CLI_OPT_FORMAT_YAML,
 	{"svg", 'S', "FILE", "with --loads: draw the load per GPU per layer, round-robin (one replica per expert) beside this map, as an SVG heatmap (default: none)", CLI_COMPLETE_FILE},
+	{"engine", OPT_ENGINE, "NAME", "with --loads: also score the map under this engine's dispatch: even (each "
+		"replica 1/r), sglang (own GPU's replica, else the node's first, else a fair choice) or "
+		"vllm (token position modulo the replicas) (default: the map's own engine: sglang for "
+		"SGLang's maps and dumps, vllm for vLLM's, even for moeplan plans and bare lists)",
+		"even sglang vllm"},
+	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: SGLang's "
+		"--ep-dispatch-algorithm, static (exact, with SGLang's seeded random choices), dynamic or "
+		"fake (expectations) (default static, SGLang's choice with --init-expert-location)",
+		"static dynamic fake"},
+	{"gpus-per-node", OPT_GPUS_PER_NODE, "N", "GPUs per node for --engine sglang (SGLang's --ep-size / "
+		"--nnodes); must divide the GPUs (default: all on one node, SGLang's --nnodes 1)", NULL},
 	CLI_OPT_HELP,
 	{0},
 };
@@ -63,7 +80,20 @@ struct check_args {
 	uint32_t experts;
 	bool json;
 	double time_limit_s;
+	struct cli_engine engine;
 };
+
+/* --engine, --ep-dispatch-algorithm, --gpus-per-node (issue 24). */
+static bool parse_engine_arg(int c, const char *arg, struct cli_engine *e)
+{
+	if (c == OPT_ENGINE) {
+		return cli_engine_parse("check", arg, e);
+	}
+	if (c == OPT_EP_DISPATCH_ALGORITHM) {
+		return cli_engine_parse_algorithm("check", arg, e);
+	}
+	return cli_parse_u32("check", "gpus-per-node", arg, 1, MP_MAX_GPUS, &e->d.gpus_per_node);
+}
 
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
@@ -107,6 +137,13 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			break;
 		case 'f':
 			if (!cli_parse_format("check", optarg, &a->json)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_ENGINE:
+		case OPT_EP_DISPATCH_ALGORITHM:
+		case OPT_GPUS_PER_NODE:
+			if (!parse_engine_arg(c, optarg, &a->engine)) {
 				return EXIT_USAGE;
 			}
 			break;
@@ -167,56 +204,148 @@ static void warn_duplicates(const char *path, const struct mp_placement *map)
 	}
 }
 
-/* Each GPU's expected load under SGLang's static dispatch with equal
- * traffic from every rank (sgl-project/sglang
- * python/sglang/srt/eplb/expert_location.py,
- * compute_logical_to_rank_dispatch_physical_map): a rank with a replica of
- * expert e on its own GPU sends its tokens for e there; every other rank
- * sends all of its tokens for e to one replica drawn evenly
- * (_fair_choices). So GPU g, holding k_g of e's r replicas, gets
- * w_e / G (if k_g > 0) + (G - n_e) w_e / G * k_g / r_e, n_e the GPUs
- * holding e. Without duplicates this is w_e / r_e per replica, the even
- * split; with them the GPU holding two replicas gets less than 2 w_e / r_e.
- * gpu[G] is filled; returns the busiest. */
-static double sglang_static_loads(const struct mp_placement *map, uint32_t l, const double *w,
-				  double *gpu)
+/* The map's GPU loads under an engine's dispatch (issue 24, moeplan/
+ * dispatch.h), per row of the loads: `gpu` under the engine the user
+ * names (NULL for the even split, whose loads are gpu_load), `sglang`
+ * under SGLang's static dispatch for gpu_load_sglang_static (layers with
+ * duplicate replicas). */
+struct check_engine {
+	struct mp_dispatch d;
+	double *gpu;    /* [rows * G] or NULL */
+	double *sglang; /* [rows * G] */
+};
+
+/* Row r of loads is row rows[r] of the whole map (NULL: row r). The
+ * whole map is walked in its order: SGLang's static dispatch draws its
+ * fair choices from one random stream per node across all rows,
+ * dense rows included (expert_location.py,
+ * compute_logical_to_rank_dispatch_physical_map at 60d36e7). */
+static int check_engine_loads(const struct mp_placement *full, const struct mp_loads *loads,
+			      const uint32_t *rows, struct check_engine *ce)
 {
-	const uint32_t G = map->gpus;
-	const uint32_t S = map->slots_per_gpu;
-	const uint32_t *m = map->layers[l].slot_expert;
-	uint32_t *r = calloc(map->n_experts, sizeof(*r));
-	uint32_t *n = calloc(map->n_experts, sizeof(*n));
-	double max = 0;
-	for (uint32_t g = 0; g < G; g++) {
-		gpu[g] = 0;
+	const uint32_t G = full->gpus;
+	uint32_t *row_loads = malloc((size_t)full->n_layers * sizeof(*row_loads));
+	double *all = NULL;
+	if (!row_loads) {
+		return MP_ENOMEM;
 	}
-	if (!r || !n) {
-		free(r);
-		free(n);
+	for (uint32_t h = 0; h < full->n_layers; h++) {
+		row_loads[h] = UINT32_MAX;
+	}
+	for (uint32_t r = 0; r < loads->n_layers; r++) {
+		row_loads[rows ? rows[r] : r] = r;
+	}
+	struct mp_dispatch sg = {MP_DISPATCH_SGLANG, MP_DISPATCH_STATIC, ce->d.gpus_per_node};
+	for (int pass = 0; pass < 2; pass++) {
+		double **dst = pass == 0 ? &ce->sglang : &ce->gpu;
+		if (pass == 1 && ce->d.rule == MP_DISPATCH_EVEN) {
+			break;
+		}
+		int rc = cli_engine_loads(pass == 0 ? &sg : &ce->d, full, row_loads, loads, &all);
+		double *sel = rc == 0 ? malloc((size_t)loads->n_layers * G * sizeof(*sel)) : NULL;
+		for (uint32_t r = 0; sel && r < loads->n_layers; r++) {
+			memcpy(sel + (size_t)r * G, all + (size_t)(rows ? rows[r] : r) * G, G * sizeof(*sel));
+		}
+		free(all);
+		if (!sel) {
+			free(row_loads);
+			return rc ? rc : MP_ENOMEM;
+		}
+		*dst = sel;
+	}
+	free(row_loads);
+	return 0;
+}
+
+/* With --model, an SGLang map (rows that do not name their layers) must
+ * have one row per hidden layer: SGLang sizes the map by
+ * num_hidden_layers and looks rows up by the absolute layer id
+ * (expert_location.py, expert_location_dispatch.py
+ * ExpertLocationDispatchInfo.init_new at 60d36e7). Nonzero after an error. */
+static int check_sglang_rows(const struct check_args *a, const struct mp_placement *map, uint32_t hidden)
+{
+	if (!a->model || hidden == 0 || map->n_layers == hidden ||
+	    cli_engine_of_file(a->plan) != MP_DISPATCH_SGLANG) {
 		return 0;
 	}
-	for (uint32_t p = 0; p < G * S; p++) {
-		r[m[p]]++;
-		bool first_on_gpu = true;
-		for (uint32_t q = p - p % S; q < p; q++) {
-			first_on_gpu &= m[q] != m[p];
-		}
-		n[m[p]] += first_on_gpu;
+	cli_error("%s: %u rows, but %s has %u hidden layers: SGLang's map has one row per hidden layer, "
+		  "dense layers included, and rows are looked up by layer id, so SGLang does not start "
+		  "with this map (issue 24 saw an IndexError at start-up with 58 and 60 rows for "
+		  "DeepSeek-V3's 61); export one with moeplan place --model M --export sglang",
+		  a->plan, map->n_layers, a->model, hidden);
+	return MP_EINVAL;
+}
+
+/* The engine: --engine, else the map file's own (cli_engine_of_file);
+ * the node size must divide the map's GPUs. Nonzero after an error. */
+static int check_engine_resolve(const struct check_args *a, const struct mp_placement *map,
+				struct check_engine *ce)
+{
+	ce->d = a->engine.d;
+	if (!a->engine.given) {
+		ce->d.rule = cli_engine_of_file(a->plan);
 	}
-	for (uint32_t p = 0; p < G * S; p++) {
-		const uint32_t e = m[p];
-		bool first_on_gpu = true;
-		for (uint32_t q = p - p % S; q < p; q++) {
-			first_on_gpu &= m[q] != e;
-		}
-		gpu[p / S] += (first_on_gpu ? w[e] / G : 0) + (double)(G - n[e]) * w[e] / G / r[e];
+	if (ce->d.gpus_per_node && map->gpus % ce->d.gpus_per_node != 0) {
+		cli_error("--gpus-per-node %u does not divide the map's %u GPUs", ce->d.gpus_per_node,
+			  map->gpus);
+		return MP_EINVAL;
 	}
-	for (uint32_t g = 0; g < G; g++) {
-		max = gpu[g] > max ? gpu[g] : max;
+	return 0;
+}
+
+static double max_of(const double *v, uint32_t n)
+{
+	double m = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		m = v[i] > m ? v[i] : m;
 	}
-	free(r);
-	free(n);
-	return max;
+	return m;
+}
+
+/* The engine's fields of one layer (only when the engine is not even, so
+ * that --engine even leaves the report as it was). */
+static void put_engine_layer(struct mp_doc *ld, const struct mp_layer_placement *lp, const double *g,
+			     uint32_t G, double *worst_even, double *worst_engine)
+{
+	double mx = max_of(g, G);
+	double even = lp->mean_load > 0 ? lp->max_load / lp->mean_load : 1.0;
+	double eng = lp->mean_load > 0 ? mx / lp->mean_load : 1.0;
+	mp_doc_put_real(ld, "busiest_over_mean", even);
+	mp_doc_put(ld, "engine_gpu_load", mp_doc_reals(g, G));
+	mp_doc_put_real(ld, "engine_max_load", mx);
+	mp_doc_put_real(ld, "engine_busiest_over_mean", eng);
+	/* Every token lands on some GPU, so the mean bounds every rule. */
+	mp_doc_put_real(ld, "engine_lower_bound", lp->mean_load);
+	mp_doc_put_real(ld, "engine_gap", mx > 0 ? (mx - lp->mean_load) / mx : 0);
+	*worst_even = even > *worst_even ? even : *worst_even;
+	*worst_engine = eng > *worst_engine ? eng : *worst_engine;
+}
+
+static void put_engine_summary(struct mp_doc *chk, const struct mp_dispatch *d, double worst_even,
+			       double worst_engine)
+{
+	struct mp_doc *e = mp_doc_map();
+	mp_doc_put_string(e, "rule", mp_dispatch_rule_name(d->rule));
+	if (d->rule == MP_DISPATCH_SGLANG) {
+		mp_doc_put_string(e, "ep_dispatch_algorithm", mp_dispatch_algorithm_name(d->algorithm));
+		mp_doc_put_bool(e, "exact", d->algorithm == MP_DISPATCH_STATIC);
+	} else {
+		mp_doc_put_bool(e, "exact", false);
+	}
+	if (d->gpus_per_node) {
+		mp_doc_put_int(e, "gpus_per_node", d->gpus_per_node);
+	}
+	mp_doc_put_string(e, "source", d->rule == MP_DISPATCH_SGLANG
+			  ? "sgl-project/sglang 60d36e7 python/sglang/srt/eplb/expert_location.py "
+			    "(_find_nearest_expert, compute_logical_to_rank_dispatch_physical_map, "
+			    "_fair_choices); static: exact with SGLang's random.Random(42) per node; "
+			    "dynamic and fake: expectations"
+			  : "vllm-project/vllm b9f290ed vllm/model_executor/layers/fused_moe/router/"
+			    "base_router.py eplb_map_to_physical_and_record: token position modulo "
+			    "the replica count, 1/r in expectation");
+	mp_doc_put(chk, "engine", e);
+	mp_doc_put_real(chk, "worst_busiest_over_mean", worst_even);
+	mp_doc_put_real(chk, "worst_engine_busiest_over_mean", worst_engine);
 }
 
 /* "a/b/c.yaml" -> "c.yaml" */
@@ -230,8 +359,10 @@ static const char *cli_base(const char *path)
 }
 
 static struct mp_doc *report(const struct mp_placement *map, const struct mp_loads *loads,
-			     const struct mp_placement *eval, const struct mp_placement *best)
+			     const struct mp_placement *eval, const struct mp_placement *best,
+			     const struct check_engine *ce)
 {
+	double worst_even = 1, worst_engine = 1;
 	struct mp_doc *doc = mp_doc_map();
 	struct mp_doc *chk = mp_doc_map();
 	mp_doc_put_bool(chk, "valid", true);
@@ -261,16 +392,16 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 			uint32_t dups = mp_place_duplicates(map->layers[l].slot_expert, map->gpus,
 							    map->slots_per_gpu);
 			if (dups > 0) {
-				double *g = calloc(map->gpus, sizeof(*g));
+				const double *g = ce->sglang + (size_t)l * map->gpus;
 				mp_doc_put_int(ld, "duplicates", dups);
 				mp_doc_put_string(ld, "lower_bound_note", "the mean load: the solver's bounds "
 						  "assume at most one replica of an expert per GPU");
-				if (g) {
-					double mx = sglang_static_loads(map, l, mp_loads_row(loads, l), g);
-					mp_doc_put(ld, "gpu_load_sglang_static", mp_doc_reals(g, map->gpus));
-					mp_doc_put_real(ld, "max_load_sglang_static", mx);
-				}
-				free(g);
+				mp_doc_put(ld, "gpu_load_sglang_static", mp_doc_reals(g, map->gpus));
+				mp_doc_put_real(ld, "max_load_sglang_static", max_of(g, map->gpus));
+			}
+			if (ce->gpu) {
+				put_engine_layer(ld, lp, ce->gpu + (size_t)l * map->gpus, map->gpus,
+						 &worst_even, &worst_engine);
 			}
 			worst_gap = lp->gap > worst_gap ? lp->gap : worst_gap;
 			worst_bal = bal < worst_bal ? bal : worst_bal;
@@ -294,6 +425,9 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 	if (loads) {
 		mp_doc_put_real(chk, "worst_balancedness", worst_bal);
 		mp_doc_put_real(chk, "worst_gap", worst_gap);
+		if (ce->gpu) {
+			put_engine_summary(chk, &ce->d, worst_even, worst_engine);
+		}
 	}
 	mp_doc_put(chk, "layers", layers);
 	mp_doc_put(doc, "check", chk);
@@ -319,6 +453,8 @@ int cmd_check(int argc, char **argv)
 	mp_loads_init(&loads);
 	mp_diags_init(&diags);
 	int exit_code = EXIT_INPUT;
+	struct check_engine ce = {0};
+	uint32_t hidden = 0; /* the model's hidden layers, with --model */
 	/* Every problem in the map at once: ids out of range, experts with no
 	 * slot (capped, "... and N more"); an expert twice on a GPU is a
 	 * warning below. */
@@ -327,6 +463,7 @@ int cmd_check(int argc, char **argv)
 		mp_model_init(&model);
 		rc = mp_load_model(a.model, &model, &diags);
 		a.experts = model.routed_experts;
+		hidden = rc == 0 ? mp_model_hidden_layers(&model) : 0;
 		mp_model_finish(&model);
 		if (rc != 0) {
 			cli_print_diags(&diags);
@@ -347,6 +484,9 @@ int cmd_check(int argc, char **argv)
 	/* Engines' balancers may put two replicas of an expert on one GPU
 	 * (both engines accept it): scored as it stands, with a warning. */
 	warn_duplicates(a.plan, &map);
+	if (check_sglang_rows(&a, &map, hidden) != 0 || check_engine_resolve(&a, &map, &ce) != 0) {
+		goto out;
+	}
 	if (a.loads) {
 		rc = mp_load_loads(a.loads, &loads, &diags);
 		if (rc != 0) {
@@ -360,6 +500,9 @@ int cmd_check(int argc, char **argv)
 		 * column) check those rows: an engine map's row r is hidden layer
 		 * r, a plan's rows say their layer. */
 		rc = cli_rows_dense_zero(a.model, a.loads, &loads, &diags);
+		if (rc == 0) {
+			rc = cli_loads_fit_plan("check", a.plan, a.phase, a.model, a.loads, &loads);
+		}
 		if (rc != 0) {
 			cli_print_diags(&diags);
 			goto out;
@@ -367,6 +510,9 @@ int cmd_check(int argc, char **argv)
 		if (cli_map_rows_named(&map, &loads) && loads.n_experts == map.n_experts) {
 			uint32_t *rows = NULL;
 			rc = cli_map_rows_for(a.plan, a.phase, &map, a.loads, &loads, &rows);
+			if (rc == 0) {
+				rc = check_engine_loads(&map, &loads, rows, &ce);
+			}
 			if (rc == 0) {
 				rc = cli_map_select_rows(&map, rows, loads.n_layers, &map);
 			}
@@ -382,6 +528,11 @@ int cmd_check(int argc, char **argv)
 			cli_error("%s: %u layers x %u experts, but %s places %u layers x %u experts",
 				  a.loads, loads.n_layers, loads.n_experts, a.plan, map.n_layers,
 				  map.n_experts);
+			goto out;
+		}
+		rc = ce.sglang ? 0 : check_engine_loads(&map, &loads, NULL, &ce);
+		if (rc != 0) {
+			cli_error("%s: %s", a.plan, mp_strerror(rc));
 			goto out;
 		}
 		/* The map as it stands, bounded by the solver's proof. */
@@ -421,7 +572,7 @@ int cmd_check(int argc, char **argv)
 		}
 		exit_code = EXIT_INPUT;
 	}
-	doc = report(&map, a.loads ? &loads : NULL, &eval, &best);
+	doc = report(&map, a.loads ? &loads : NULL, &eval, &best, &ce);
 	if (!doc || mp_doc_failed(doc)) {
 		cli_error("%s", mp_strerror(MP_ENOMEM));
 		goto out;
@@ -434,5 +585,7 @@ out:
 	mp_placement_finish(&best);
 	mp_loads_finish(&loads);
 	mp_diags_finish(&diags);
+	free(ce.gpu);
+	free(ce.sglang);
 	return exit_code;
 }

@@ -11,6 +11,8 @@
 enum {
 	OPT_EXPORT = CLI_OPT_LONG,
 	OPT_EXPORT_OUTPUT,
+	OPT_ENGINE,
+	OPT_EP_DISPATCH_ALGORITHM,
 };
 
 static const struct cli_opt place_options[] = {
@@ -43,6 +45,15 @@ static const struct cli_opt place_options[] = {
 	{"model", 'm', "FILE", "the model (preset or config.json): its layer numbering places the rows\n"
 		"                                 for --export, and its dense layers' rows are dropped (they must\n"
 		"                                 be zero); not needed for SGLang's own dumps (default: none)", CLI_COMPLETE_INPUT},
+	{"engine", OPT_ENGINE, "NAME", "minimise the busiest GPU under this engine's dispatch: even (each replica\n"
+		"                                 1/r, DeepSeek's EPLB), sglang (SGLang's nearest-replica rule: own GPU,\n"
+		"                                 then the node's first replica, then a fair choice; nodes from\n"
+		"                                 --gpus-per-node) or vllm (1/r in expectation) (default: even)",
+		"even sglang vllm"},
+	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: the SGLang "
+		"--ep-dispatch-algorithm the plan assumes,\n"
+		"                                 static, dynamic or fake (default static, SGLang's choice with\n"
+		"                                 --init-expert-location)", "static dynamic fake"},
 	CLI_OPT_HELP,
 	{0},
 };
@@ -84,6 +95,7 @@ struct place_args {
 	bool have_balance;
 	bool have_groups;
 	struct mp_place_options opts;
+	struct cli_engine engine;
 };
 
 /* After the options: the one LOADS operand, then the options checked
@@ -147,6 +159,18 @@ static int check_args(int argc, char **argv, struct place_args *a)
 		return EXIT_USAGE; /* -o and --export-output name one file */
 	}
 	return cli_check_outputs(outs, 2);
+}
+
+/* The launch line of --export (issue 24): nodes and the dispatch
+ * algorithm the plan assumes. */
+static void place_set_launch(const struct place_args *a)
+{
+	struct mp_export_launch l;
+	struct mp_placement none = {0};
+	mp_export_launch_init(&l, &none);
+	l.gpus_per_node = a->opts.gpus_per_node;
+	l.ep_dispatch_algorithm = mp_dispatch_algorithm_name(a->engine.d.algorithm);
+	cli_export_set_launch(&l);
 }
 
 /* The options into *a, then check_args. Returns 0 to go on, -1 after
@@ -244,12 +268,28 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 		case 'm':
 			a->model = optarg;
 			break;
+		case OPT_ENGINE:
+			if (!cli_engine_parse("place", optarg, &a->engine)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_EP_DISPATCH_ALGORITHM:
+			if (!cli_engine_parse_algorithm("place", optarg, &a->engine)) {
+				return EXIT_USAGE;
+			}
+			break;
 		default: /* every id of the table has its case above */
 			break;
 		}
 	}
 	if (c != CLI_PARSE_END) {
 		return c == CLI_PARSE_HELP ? -1 : EXIT_USAGE;
+	}
+	a->opts.dispatch = a->engine.d;
+	a->opts.dispatch.gpus_per_node = a->opts.gpus_per_node;
+	place_set_launch(a);
+	if (a->engine.have_algorithm && a->engine.d.rule != MP_DISPATCH_SGLANG) {
+		return cli_usage("place", "--ep-dispatch-algorithm is SGLang's: it needs --engine sglang");
 	}
 	return check_args(argc, argv, a);
 }
@@ -302,7 +342,8 @@ int cmd_place(int argc, char **argv)
 		exit_code = EXIT_INPUT;
 		goto out;
 	}
-	rc = a.model ? place_model_layers(&a, &loads, &layers, &diags) : 0;
+	rc = a.model ? place_model_layers(&a, &loads, &layers, &diags)
+		     : cli_place_skip_dense(a.loads, &loads, &layers);
 	if (rc != 0) {
 		cli_print_diags(&diags);
 		exit_code = EXIT_INPUT;

@@ -433,6 +433,9 @@ static int load_inputs(const struct replan_args *a, struct mp_placement *cur,
 		rc = cli_rows_dense_zero(a->model, a->loads, &raw, diags);
 	}
 	if (rc == 0) {
+		rc = cli_loads_fit_plan("replan", a->plan, a->phase, a->model, a->loads, &raw);
+	}
+	if (rc == 0) {
 		rc = select_rows(a, info, cur, &raw, rows, diags);
 	}
 	if (rc == 0) {

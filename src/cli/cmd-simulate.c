@@ -300,6 +300,9 @@ static int read_inputs(const struct simulate_args *a, struct mp_model *model,
 	if (a->loads) {
 		*failed = a->loads;
 		rc = mp_load_loads(a->loads, loads, diags);
+		if (rc == 0) {
+			rc = cli_loads_fit_plan("simulate", a->plan, a->phase, a->model, a->loads, loads);
+		}
 		if (rc) {
 			return rc;
 		}

@@ -93,6 +93,42 @@ int cli_layers_every_row(struct cli_layers *cl, uint32_t n_rows)
 	return 0;
 }
 
+/* What the command knows of the launch (cli_export_set_launch). */
+static struct mp_export_launch launch_opts;
+static bool launch_set;
+
+void cli_export_set_launch(const struct mp_export_launch *l)
+{
+	launch_opts = *l;
+	launch_set = true;
+}
+
+/* The whole launch line (issue 24): every flag the plan assumes. */
+static void print_launch(const struct mp_placement *placement, const char *file)
+{
+	struct mp_export_launch l;
+	mp_export_launch_init(&l, placement);
+	if (launch_set) {
+		l.model_path = launch_opts.model_path;
+		l.gpus_per_node = launch_opts.gpus_per_node;
+		l.ep_dispatch_algorithm = launch_opts.ep_dispatch_algorithm;
+		l.dp_attention = launch_opts.dp_attention;
+		l.deepep_mode = launch_opts.deepep_mode;
+		l.mtp_steps = launch_opts.mtp_steps;
+		l.mem_fraction_static = launch_opts.mem_fraction_static;
+	}
+	l.file = file;
+	char line[1024];
+	mp_export_launch_line(&l, line, sizeof(line));
+	fprintf(stderr, "sglang launch: %s\n", line);
+	fprintf(stderr, "sglang launch: the plan assumes %s, %s, --ep-dispatch-algorithm %s "
+		"(SGLang's default with --init-expert-location)%s\n",
+		l.dp_attention ? "DP attention (every rank originates its own tokens)" : "no DP attention",
+		l.deepep_mode ? "DeepEP all-to-all" : "no DeepEP",
+		l.ep_dispatch_algorithm ? l.ep_dispatch_algorithm : "static",
+		l.gpus_per_node && l.gpus / l.gpus_per_node > 1 ? "; run it on every node with its --node-rank" : "");
+}
+
 int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
 		   const char *format, const char *path)
 {
@@ -134,6 +170,7 @@ int cli_export_map(const struct mp_placement *placement, const struct cli_layers
 		mp_export_flags(placement, f, where, flags, sizeof(flags));
 		fprintf(stderr, "sglang map: %u rows, one per hidden layer (%u MoE, dense layers get the "
 			"identity)\nsglang flags: %s\n", cl->layers.hidden_layers, cl->layers.n_moe, flags);
+		print_launch(placement, where);
 	}
 	return EXIT_OK;
 }

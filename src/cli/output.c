@@ -201,3 +201,9 @@ bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_
 	}
 	return true;
 }
+
+bool cli_output_wants_json(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+	return n > 5 && strcmp(path + n - 5, ".json") == 0;
+}

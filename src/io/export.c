@@ -1,6 +1,7 @@
 /* A placement in the serving engines' own formats (moeplan/export.h). */
 #include "moeplan/export.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,4 +188,70 @@ void mp_export_flags(const struct mp_placement *p, enum mp_export_format format,
 		 "--tp-size %u --ep-size %u --ep-num-redundant-experts %u --init-expert-location %s "
 		 "--ep-dispatch-algorithm static",
 		 p->gpus, p->gpus, R, file ? file : "FILE.json");
+}
+
+void mp_export_launch_init(struct mp_export_launch *l, const struct mp_placement *p)
+{
+	memset(l, 0, sizeof(*l));
+	uint32_t N = p->gpus * p->slots_per_gpu;
+	l->gpus = p->gpus;
+	l->redundant = N >= p->n_experts ? N - p->n_experts : 0;
+	l->dp_attention = true;
+	l->deepep_mode = "auto";
+}
+
+/* Append to buf at *len (snprintf semantics, never past size). */
+static void put(char *buf, size_t size, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void put(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+	if (*len >= size) {
+		return;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + *len, size - *len, fmt, ap);
+	va_end(ap);
+	*len = n < 0 ? size : *len + (size_t)n;
+}
+
+/* server_args.py at 60d36e7: --model-path, --tp-size, --dp-size,
+ * --enable-dp-attention, --ep-size (alias of --expert-parallel-size),
+ * --moe-a2a-backend, --deepep-mode, --ep-num-redundant-experts,
+ * --init-expert-location, --ep-dispatch-algorithm, --nnodes, --node-rank,
+ * --dist-init-addr, --speculative-algorithm, --speculative-num-steps,
+ * --speculative-eagle-topk, --speculative-num-draft-tokens,
+ * --mem-fraction-static. */
+void mp_export_launch_line(const struct mp_export_launch *l, char *buf, size_t size)
+{
+	size_t len = 0;
+	if (size == 0) {
+		return;
+	}
+	buf[0] = '\0';
+	put(buf, size, &len, "python3 -m sglang.launch_server --model-path %s --tp-size %u",
+	    l->model_path ? l->model_path : "MODEL", l->gpus);
+	if (l->dp_attention) {
+		put(buf, size, &len, " --dp-size %u --enable-dp-attention", l->gpus);
+	}
+	put(buf, size, &len, " --ep-size %u", l->gpus);
+	if (l->deepep_mode) {
+		put(buf, size, &len, " --moe-a2a-backend deepep --deepep-mode %s", l->deepep_mode);
+	}
+	put(buf, size, &len, " --ep-num-redundant-experts %u --init-expert-location %s --ep-dispatch-algorithm %s",
+	    l->redundant, l->file ? l->file : "FILE.json",
+	    l->ep_dispatch_algorithm ? l->ep_dispatch_algorithm : "static");
+	if (l->gpus_per_node && l->gpus / l->gpus_per_node > 1) {
+		put(buf, size, &len, " --nnodes %u --node-rank RANK --dist-init-addr HOST:PORT",
+		    l->gpus / l->gpus_per_node);
+	}
+	if (l->mtp_steps) {
+		put(buf, size, &len, " --speculative-algorithm EAGLE --speculative-num-steps %u "
+		    "--speculative-eagle-topk 1 --speculative-num-draft-tokens %u", l->mtp_steps,
+		    l->mtp_steps + 1);
+	}
+	if (l->mem_fraction_static > 0) {
+		put(buf, size, &len, " --mem-fraction-static %.3g", l->mem_fraction_static);
+	}
 }

@@ -278,6 +278,15 @@ int pl_close_gap(const struct pl_prob *prob, struct pl_sol *best, double *lb, do
 
 /* Solve one layer without node structure (place.c's per-layer driver):
  * out from mp_placement_alloc for (E, G, S). */
+/* Refine one layer's plan (lp, from the even-split solver) for the busiest
+ * GPU under dispatch rule d (dispatch-search.c); streams: SGLang's static
+ * random streams at this layer (advanced past it on return) or NULL. */
+int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
+		       double effort, struct mp_dispatch_streams *streams, struct mp_layer_placement *lp);
+/* Every layer of p under opts->dispatch (dispatch-search.c). */
+int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts,
+		      struct mp_placement *p);
+
 int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,
 		   const struct mp_place_options *opts, double deadline,
 		   struct mp_layer_placement *out);

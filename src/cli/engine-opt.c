@@ -1,0 +1,77 @@
+/* --engine on place, check, replan and simulate (issue 24): the dispatch
+ * rule by name, the engine a map file belongs to, and a whole map's GPU
+ * loads under a rule (moeplan/dispatch.h). */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/map.h"
+#include "moeplan/traffic.h"
+
+bool cli_engine_parse(const char *cmd, const char *name, struct cli_engine *e)
+{
+	if (mp_dispatch_parse_rule(name, &e->d.rule) != 0) {
+		cli_usage(cmd, "--engine '%s': expected 'even', 'sglang' or 'vllm'", name);
+		return false;
+	}
+	e->given = true;
+	return true;
+}
+
+bool cli_engine_parse_algorithm(const char *cmd, const char *name, struct cli_engine *e)
+{
+	if (mp_dispatch_parse_algorithm(name, &e->d.algorithm) != 0) {
+		cli_usage(cmd, "--ep-dispatch-algorithm '%s': expected 'static', 'dynamic' or 'fake' "
+			  "(SGLang's values, server_args.py)", name);
+		return false;
+	}
+	e->have_algorithm = true;
+	return true;
+}
+
+enum mp_dispatch_rule cli_engine_of_file(const char *path)
+{
+	FILE *f = path && strcmp(path, "-") != 0 ? fopen(path, "rb") : NULL;
+	if (!f) {
+		return MP_DISPATCH_EVEN;
+	}
+	static char buf[65537];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if (n >= 2 && buf[0] == 'P' && buf[1] == 'K') {
+		return MP_DISPATCH_SGLANG; /* torch.save: SGLang's dumps and maps */
+	}
+	if (strstr(buf, "\"physical_to_logical_map\"") && !strstr(buf, "placement:") &&
+	    !strstr(buf, "\"placement\"")) {
+		return strstr(buf, "\"ep_size\"") ? MP_DISPATCH_VLLM : MP_DISPATCH_SGLANG;
+	}
+	return MP_DISPATCH_EVEN;
+}
+
+int cli_engine_loads(const struct mp_dispatch *d, const struct mp_placement *map,
+		     const uint32_t *row_loads, const struct mp_loads *loads, double **gpu)
+{
+	const uint32_t G = map->gpus;
+	const uint32_t P = d->gpus_per_node ? d->gpus_per_node : G;
+	*gpu = NULL;
+	if (G % P != 0) {
+		return MP_EINVAL;
+	}
+	double *out = calloc((size_t)map->n_layers * G, sizeof(*out));
+	struct mp_dispatch_streams *st = mp_dispatch_streams_new(G / P);
+	int rc = out && st ? 0 : MP_ENOMEM;
+	for (uint32_t h = 0; h < map->n_layers && rc == 0; h++) {
+		const double *w = row_loads[h] != UINT32_MAX ? mp_loads_row(loads, row_loads[h]) : NULL;
+		rc = mp_dispatch_layer(d, st, map->layers[h].slot_expert, map->n_experts, G,
+				       map->slots_per_gpu, w, NULL, NULL, out + (size_t)h * G);
+	}
+	mp_dispatch_streams_free(st);
+	if (rc != 0) {
+		free(out);
+		return rc;
+	}
+	*gpu = out;
+	return 0;
+}

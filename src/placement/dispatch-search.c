@@ -1,0 +1,463 @@
+/* The busiest GPU under an engine's own dispatch (issue 24): a local
+ * search from the even-split plan over which GPUs hold each expert's
+ * replicas (their order follows: SGLang sends a node's ranks without a copy
+ * to the lowest-numbered replica on the node), evaluated by the rule of
+ * moeplan/dispatch.h.
+ *
+ * Moves: swap the experts of two slots on different GPUs, or turn a
+ * redundant replica (its expert keeps at least one) into a replica of
+ * another expert; both keep at most one replica of an expert per GPU (a
+ * second copy on a GPU takes no tokens under SGLang's rule). Each step
+ * scans every move that touches the busiest GPU (swaps of its slots with
+ * every other slot; reassignments of any redundant replica to an expert on
+ * the busiest GPU, and of the busiest GPU's redundant replicas to any
+ * expert), scored by the expectation (a rank that draws splits its tokens
+ * 1/c over the candidates), and makes the best that lowers (busiest GPU,
+ * sum of squared GPU loads) lexicographically. Where SGLang's static
+ * dispatch draws (nodes without a replica of an expert that has several),
+ * the scored candidates are checked in order by the exact rule with the
+ * layer's random streams, and the first that improves the exact value is
+ * made. Work is counted in steps (budget 400 x effort per layer), so
+ * plans do not depend on the machine.
+ *
+ * Bound: every token lands on some GPU, so the mean load bounds the
+ * busiest GPU under any rule; it is the only bound claimed here. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "moeplan/dispatch.h"
+
+struct ds {
+	struct mp_dispatch d;
+	uint32_t E, G, S, N, P, nodes;
+	const double *w;
+	uint32_t *slot;  /* [N] */
+	uint32_t *cnt;   /* [E] replicas */
+	double *gpu;     /* [G] current (exact where it draws) */
+	double *est;     /* [G] scratch */
+	double *sl;      /* [N]: each slot's load at the current map, exact */
+	double *sl_try;  /* [N]: the same for the map being tried */
+	uint32_t *held;  /* [G * E]: replicas of e on GPU g (0 or 1) */
+	uint32_t *rep;   /* [E * G]: the GPUs holding e, cnt[e] of them, any order */
+	struct mp_dispatch_streams *start; /* the layer's streams, or NULL */
+	bool draws;      /* exact evaluation needed (SGLang static over several nodes) */
+};
+
+static bool held_on(const struct ds *s, uint32_t g, uint32_t e)
+{
+	return s->held[(size_t)g * s->E + e] != 0;
+}
+
+/* Expert e's expected GPU loads (sign +1 or -1) into v. */
+static void expert_add(const struct ds *s, uint32_t e, double sign, double *v)
+{
+	const double w = s->w[e] * sign;
+	const uint32_t c = s->cnt[e];
+	const uint32_t *r = s->rep + (size_t)e * s->G;
+	if (s->d.rule != MP_DISPATCH_SGLANG || c == 1) {
+		for (uint32_t i = 0; i < c; i++) {
+			v[r[i]] += w / c;
+		}
+		return;
+	}
+	const double t = w / s->G;
+	uint32_t first[64], holders[64]; /* per node, when nodes <= 64 */
+	uint32_t nodes = s->nodes <= 64 ? s->nodes : 0;
+	for (uint32_t n = 0; n < nodes; n++) {
+		first[n] = UINT32_MAX;
+		holders[n] = 0;
+	}
+	for (uint32_t i = 0; i < c; i++) {
+		uint32_t n = r[i] / s->P;
+		v[r[i]] += t;
+		if (n < nodes) {
+			first[n] = r[i] < first[n] ? r[i] : first[n];
+			holders[n]++;
+		}
+	}
+	uint32_t lacking = 0;
+	for (uint32_t n = 0; n < s->nodes; n++) {
+		uint32_t f = UINT32_MAX, h = 0;
+		if (n < nodes) {
+			f = first[n];
+			h = holders[n];
+		} else {
+			for (uint32_t g = n * s->P; g < (n + 1) * s->P; g++) {
+				f = held_on(s, g, e) && f == UINT32_MAX ? g : f;
+				h += held_on(s, g, e);
+			}
+		}
+		if (f == UINT32_MAX) {
+			lacking++;
+		} else {
+			v[f] += t * (s->P - h);
+		}
+	}
+	for (uint32_t i = 0; lacking > 0 && i < c; i++) {
+		v[r[i]] += t * s->P * lacking / c;
+	}
+}
+
+static void objective(const double *v, uint32_t G, double *mx, double *sq)
+{
+	*mx = 0;
+	*sq = 0;
+	for (uint32_t g = 0; g < G; g++) {
+		*mx = v[g] > *mx ? v[g] : *mx;
+		*sq += v[g] * v[g];
+	}
+}
+
+static bool better(double mx, double sq, double old_mx, double old_sq)
+{
+	double tol = 1e-12 * (old_mx > 1 ? old_mx : 1);
+	return mx < old_mx - tol || (mx <= old_mx + tol && sq < old_sq - tol * old_mx);
+}
+
+/* The exact loads of the current map into v and s->sl_try (the layer's
+ * streams copied). */
+static int exact(struct ds *s, double *v)
+{
+	struct mp_dispatch_streams *st = s->start ? mp_dispatch_streams_copy(s->start) : NULL;
+	if (s->start && !st) {
+		return MP_ENOMEM;
+	}
+	int rc = mp_dispatch_layer(&s->d, st, s->slot, s->E, s->G, s->S, s->w, NULL, s->sl_try, v);
+	mp_dispatch_streams_free(st);
+	return rc;
+}
+
+static void set_slot(struct ds *s, uint32_t p, uint32_t e)
+{
+	uint32_t g = p / s->S;
+	uint32_t old = s->slot[p];
+	uint32_t *r = s->rep + (size_t)old * s->G;
+	for (uint32_t i = 0; i < s->cnt[old]; i++) {
+		if (r[i] == g) {
+			r[i] = r[s->cnt[old] - 1];
+			break;
+		}
+	}
+	s->held[(size_t)g * s->E + old]--;
+	s->cnt[old]--;
+	s->slot[p] = e;
+	s->held[(size_t)g * s->E + e]++;
+	s->rep[(size_t)e * s->G + s->cnt[e]++] = g;
+}
+
+/* A move: slot a gets expert ea_new, slot b (UINT32_MAX: none) eb_new. */
+struct move {
+	uint32_t a, ea, b, eb;
+	double mx, sq;
+};
+
+static void apply(struct ds *s, const struct move *m)
+{
+	set_slot(s, m->a, m->ea);
+	if (m->b != UINT32_MAX) {
+		set_slot(s, m->b, m->eb);
+	}
+}
+
+/* Expert e's loads at the current map as they fall (exact) out of v. */
+static void realized_remove(const struct ds *s, uint32_t e, double *v)
+{
+	const uint32_t *r = s->rep + (size_t)e * s->G;
+	for (uint32_t i = 0; i < s->cnt[e]; i++) {
+		for (uint32_t p = r[i] * s->S; p < (r[i] + 1) * s->S; p++) {
+			if (s->slot[p] == e) {
+				v[r[i]] -= s->sl[p];
+			}
+		}
+	}
+}
+
+/* The expected objective after move m (the map is left as it was). */
+static void score(struct ds *s, struct move *m)
+{
+	uint32_t touched[4] = {s->slot[m->a], m->ea, m->b != UINT32_MAX ? s->slot[m->b] : m->ea, m->eb};
+	uint32_t n = m->b != UINT32_MAX ? 4 : 2;
+	memcpy(s->est, s->gpu, s->G * sizeof(*s->est));
+	for (uint32_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < i; j++) {
+			dup |= touched[j] == touched[i];
+		}
+		if (!dup) {
+			realized_remove(s, touched[i], s->est);
+		}
+	}
+	struct move undo = {m->a, s->slot[m->a], m->b, m->b != UINT32_MAX ? s->slot[m->b] : 0, 0, 0};
+	apply(s, m);
+	for (uint32_t i = 0; i < n; i++) {
+		bool dup = false;
+		for (uint32_t j = 0; j < i; j++) {
+			dup |= touched[j] == touched[i];
+		}
+		if (!dup) {
+			expert_add(s, touched[i], 1, s->est);
+		}
+	}
+	apply(s, &undo);
+	objective(s->est, s->G, &m->mx, &m->sq);
+}
+
+#define DS_KEEP 64
+
+/* Keep the DS_KEEP best-scored moves, best first. */
+static void keep(struct move *best, uint32_t *n, const struct move *m)
+{
+	uint32_t i = *n;
+	if (i == DS_KEEP) {
+		i = DS_KEEP - 1;
+		if (!better(m->mx, m->sq, best[i].mx, best[i].sq)) {
+			return;
+		}
+	} else {
+		(*n)++;
+	}
+	best[i] = *m;
+	while (i > 0 && better(best[i].mx, best[i].sq, best[i - 1].mx, best[i - 1].sq)) {
+		struct move t = best[i];
+		best[i] = best[i - 1];
+		best[i - 1] = t;
+		i--;
+	}
+}
+
+/* Every move touching GPU top, scored, the best kept. */
+static uint32_t candidates(struct ds *s, uint32_t top, struct move *best)
+{
+	uint32_t n = 0;
+	for (uint32_t a = top * s->S; a < (top + 1) * s->S; a++) {
+		uint32_t ea = s->slot[a];
+		for (uint32_t b = 0; b < s->N; b++) {
+			uint32_t eb = s->slot[b];
+			if (b / s->S == top || ea == eb || held_on(s, top, eb) || held_on(s, b / s->S, ea)) {
+				continue;
+			}
+			struct move m = {a, eb, b, ea, 0, 0};
+			score(s, &m);
+			keep(best, &n, &m);
+		}
+	}
+	for (uint32_t a = 0; a < s->N; a++) {
+		if (s->cnt[s->slot[a]] < 2) {
+			continue;
+		}
+		uint32_t g = a / s->S;
+		uint32_t lo = g == top ? 0 : top * s->S, hi = g == top ? s->E : (top + 1) * s->S;
+		for (uint32_t i = lo; i < hi; i++) {
+			uint32_t x = g == top ? i : s->slot[i];
+			if (held_on(s, g, x)) {
+				continue;
+			}
+			struct move m = {a, x, UINT32_MAX, 0, 0, 0};
+			score(s, &m);
+			keep(best, &n, &m);
+		}
+	}
+	return n;
+}
+
+/* One step; *moved false at a local optimum. */
+static int step(struct ds *s, bool *moved)
+{
+	struct move best[DS_KEEP];
+	double mx, sq;
+	objective(s->gpu, s->G, &mx, &sq);
+	uint32_t top = 0;
+	for (uint32_t g = 1; g < s->G; g++) {
+		top = s->gpu[g] > s->gpu[top] ? g : top;
+	}
+	uint32_t n = candidates(s, top, best);
+	*moved = false;
+	for (uint32_t i = 0; i < n && !*moved; i++) {
+		/* where it draws, the exact value may improve when the
+		 * expectation does not: the DS_KEEP best are all tried */
+		if (!s->draws && !better(best[i].mx, best[i].sq, mx, sq)) {
+			break;
+		}
+		struct move undo = {best[i].a, s->slot[best[i].a], best[i].b,
+				    best[i].b != UINT32_MAX ? s->slot[best[i].b] : 0, 0, 0};
+		apply(s, &best[i]);
+		if (!s->draws) {
+			int rc = exact(s, s->gpu);
+			if (rc != 0) {
+				return rc;
+			}
+			memcpy(s->sl, s->sl_try, s->N * sizeof(*s->sl));
+			*moved = true;
+			break;
+		}
+		int rc = exact(s, s->est);
+		if (rc != 0) {
+			return rc;
+		}
+		double emx, esq;
+		objective(s->est, s->G, &emx, &esq);
+		if (better(emx, esq, mx, sq)) {
+			memcpy(s->gpu, s->est, s->G * sizeof(*s->gpu));
+			memcpy(s->sl, s->sl_try, s->N * sizeof(*s->sl));
+			*moved = true;
+		} else {
+			apply(s, &undo);
+		}
+	}
+	return 0;
+}
+
+static void ds_free(struct ds *s)
+{
+	free(s->slot);
+	free(s->cnt);
+	free(s->gpu);
+	free(s->est);
+	free(s->held);
+	free(s->rep);
+	free(s->sl);
+	free(s->sl_try);
+}
+
+static int ds_init(struct ds *s, const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G,
+		   uint32_t S, const uint32_t *slot, struct mp_dispatch_streams *start)
+{
+	memset(s, 0, sizeof(*s));
+	s->d = *d;
+	s->E = E;
+	s->G = G;
+	s->S = S;
+	s->N = G * S;
+	s->P = d->gpus_per_node ? d->gpus_per_node : G;
+	s->nodes = G / s->P;
+	s->w = w;
+	s->start = start;
+	s->draws = start && s->nodes > 1 && d->rule == MP_DISPATCH_SGLANG && d->algorithm == MP_DISPATCH_STATIC;
+	s->slot = malloc((size_t)s->N * sizeof(*s->slot));
+	s->cnt = calloc(E, sizeof(*s->cnt));
+	s->gpu = calloc(G, sizeof(*s->gpu));
+	s->est = calloc(G, sizeof(*s->est));
+	s->held = calloc((size_t)G * E, sizeof(*s->held));
+	s->rep = calloc((size_t)G * E, sizeof(*s->rep));
+	s->sl = calloc((size_t)s->N, sizeof(*s->sl));
+	s->sl_try = calloc((size_t)s->N, sizeof(*s->sl_try));
+	if (!s->slot || !s->cnt || !s->gpu || !s->est || !s->held || !s->rep || !s->sl || !s->sl_try) {
+		ds_free(s);
+		return MP_ENOMEM;
+	}
+	memcpy(s->slot, slot, (size_t)s->N * sizeof(*slot));
+	for (uint32_t p = 0; p < s->N; p++) {
+		uint32_t e = slot[p];
+		if (s->held[(size_t)(p / S) * E + e]++ == 0) {
+			s->rep[(size_t)e * G + s->cnt[e]] = p / S;
+		}
+		s->cnt[e]++; /* the solver's plans hold no expert twice on a GPU */
+	}
+	int rc = exact(s, s->gpu);
+	memcpy(s->sl, s->sl_try, (size_t)s->N * sizeof(*s->sl));
+	return rc;
+}
+
+int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
+		       double effort, struct mp_dispatch_streams *streams, struct mp_layer_placement *lp)
+{
+	struct ds s;
+	int rc = ds_init(&s, d, w, E, G, S, lp->slot_expert, streams);
+	uint64_t budget = (uint64_t)fmax(1.0, 400.0 * effort);
+	bool moved = true;
+	uint64_t i = 0;
+	for (; rc == 0 && moved && i < budget; i++) {
+		rc = step(&s, &moved);
+	}
+	if (rc == 0) {
+		memcpy(lp->slot_expert, s.slot, (size_t)s.N * sizeof(*s.slot));
+		rc = mp_dispatch_layer(d, streams, s.slot, E, G, S, w, NULL, lp->slot_load, lp->gpu_load);
+	}
+	if (rc == 0) {
+		double total = 0;
+		memset(lp->replicas, 0, E * sizeof(*lp->replicas));
+		for (uint32_t p = 0; p < s.N; p++) {
+			lp->replicas[s.slot[p]]++;
+		}
+		for (uint32_t e = 0; e < E; e++) {
+			total += w[e];
+		}
+		objective(lp->gpu_load, G, &lp->max_load, &total);
+		total = 0;
+		for (uint32_t e = 0; e < E; e++) {
+			total += w[e];
+		}
+		lp->mean_load = total / G;
+		bool proven = lp->max_load <= lp->mean_load;
+		mp_layer_placement_set_bound(lp, lp->mean_load, proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE);
+		lp->method = d->rule == MP_DISPATCH_SGLANG ? "sglang-dispatch local search (bound: the mean)"
+							   : "even split";
+	}
+	ds_free(&s);
+	return rc;
+}
+
+/* SGLang's trivial row (init_trivial: physical p holds p % E) for a hidden
+ * layer the loads skip, dispatched without tokens so the streams advance
+ * as SGLang's walk over every row does. */
+static int skip_row(const struct mp_dispatch *d, struct mp_dispatch_streams *st, uint32_t E, uint32_t G,
+		    uint32_t S)
+{
+	uint32_t *row = malloc((size_t)G * S * sizeof(*row));
+	if (!row) {
+		return MP_ENOMEM;
+	}
+	for (uint32_t p = 0; p < G * S; p++) {
+		row[p] = p % E;
+	}
+	int rc = mp_dispatch_layer(d, st, row, E, G, S, NULL, NULL, NULL, NULL);
+	free(row);
+	return rc;
+}
+
+int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts,
+		      struct mp_placement *p)
+{
+	const struct mp_dispatch *d = &opts->dispatch;
+	if (d->rule != MP_DISPATCH_SGLANG) {
+		return 0; /* even and vLLM: 1/r, the even-split plan */
+	}
+	const uint32_t G = p->gpus, S = p->slots_per_gpu, E = p->n_experts;
+	const uint32_t P = d->gpus_per_node ? d->gpus_per_node : G;
+	if (G % P != 0) {
+		return MP_EINVAL;
+	}
+	struct mp_dispatch_streams *st = NULL;
+	if (d->algorithm == MP_DISPATCH_STATIC && G / P > 1) {
+		st = mp_dispatch_streams_new(G / P);
+		if (!st) {
+			return MP_ENOMEM;
+		}
+	}
+	int rc = 0;
+	uint32_t next = 0; /* the next hidden layer SGLang walks */
+	for (uint32_t l = 0; l < p->n_layers && rc == 0; l++) {
+		uint32_t id = loads->layer_ids ? loads->layer_ids[l] : next;
+		for (; st && id > next && rc == 0; next++) {
+			rc = skip_row(d, st, E, G, S);
+		}
+		next = id + 1;
+		struct mp_layer_placement *lp = &p->layers[l];
+		if (rc == 0) {
+			rc = pl_dispatch_search(d, mp_loads_row(loads, l), E, G, S, opts->effort, st, lp);
+		}
+		for (uint32_t n = 0; rc == 0 && lp->node_load && n < G / p->gpus_per_node; n++) {
+			double sum = 0;
+			for (uint32_t g = n * p->gpus_per_node; g < (n + 1) * p->gpus_per_node; g++) {
+				sum += lp->gpu_load[g];
+			}
+			lp->node_load[n] = sum;
+			lp->node_max_load = n == 0 || sum > lp->node_max_load ? sum : lp->node_max_load;
+		}
+	}
+	mp_dispatch_streams_free(st);
+	return rc;
+}

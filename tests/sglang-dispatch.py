@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""SGLang's static expert dispatch, re-implemented here from its source to
+check moeplan's (src/base/dispatch.c) and to score maps (issue 24).
+
+Source: sgl-project/sglang main 60d36e7 (2025-12-09; the mirror
+fzyzcjy/sglang carries it as main), python/sglang/srt/eplb/expert_location.py:
+ExpertLocationMetadata.init_by_mapping -> _compute_logical_to_all_physical_map
+(moe_ep_rank given: each rank's candidates reduced to _find_nearest_expert's
+choice), then _init_raw -> compute_logical_to_rank_dispatch_physical_map
+(random.Random(42), _fair_choices for the ranks still without one), run once
+per rank as every rank does at start-up; a token of rank g for expert e goes
+to row g's slot (expert_location_dispatch.py, _topk_ids_logical_to_physical_static).
+The functions below follow the source line by line with lists instead of
+tensors; nothing is taken from moeplan.
+
+Usage:
+  sglang-dispatch.py test MOEPLAN        random small maps: moeplan check
+                                         --engine sglang against this code
+  sglang-dispatch.py score MAP.json LOADS.csv GPUS_PER_NODE
+                                         busiest/mean per loaded row
+"""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+
+def find_nearest_expert(cands, n_local_gpu, rank, gpus_per_node, n_local_node):
+    # expert_location.py _find_nearest_expert (~470-507)
+    if len(cands) == 1:
+        return cands[0]
+    same_gpu = [p for p in cands if p // n_local_gpu == rank]
+    if same_gpu:
+        return same_gpu[0]
+    node_rank = rank // gpus_per_node
+    same_node = [p for p in cands if p // n_local_node == node_rank]
+    if same_node:
+        return same_node[0]
+    return -1
+
+
+def fair_choices(arr, k, r):
+    # expert_location.py _fair_choices
+    quotient, remainder = divmod(k, len(arr))
+    ans = arr * quotient + r.sample(arr, k=remainder)
+    r.shuffle(ans)
+    return ans
+
+
+def logical_to_all_physical(p2l, n_logical, ep_size, nnodes, rank):
+    # expert_location.py _compute_logical_to_all_physical_map (~323-371)
+    n_layers, n_phys = len(p2l), len(p2l[0])
+    m = [[[] for _ in range(n_logical)] for _ in range(n_layers)]
+    for l in range(n_layers):
+        for p in range(n_phys):
+            m[l][p2l[l][p]].append(p)
+    gpn = ep_size // nnodes
+    n_gpu = n_phys // ep_size
+    n_node = n_gpu * gpn
+    for l in range(n_layers):
+        for e in range(n_logical):
+            near = find_nearest_expert(m[l][e], n_gpu, rank, gpn, n_node)
+            if near != -1:
+                m[l][e] = [near]
+    return m
+
+
+def rank_dispatch(all_phys, ep_size, nnodes, n_phys, ep_rank, seed=42):
+    # expert_location.py compute_logical_to_rank_dispatch_physical_map
+    r = random.Random(seed)
+    n_gpu = n_phys // ep_size
+    gpn = ep_size // nnodes
+    n_node = n_gpu * gpn
+    n_layers, n_logical = len(all_phys), len(all_phys[0])
+    out = [[-1] * n_logical for _ in range(n_layers)]
+    for l in range(n_layers):
+        for e in range(n_logical):
+            cands = all_phys[l][e]
+            part = [find_nearest_expert(cands, n_gpu, g, gpn, n_node) for g in range(ep_size)]
+            remain = [g for g in range(ep_size) if part[g] == -1]
+            choice = fair_choices(cands, k=len(remain), r=r)
+            for g, c in zip(remain, choice):
+                part[g] = c
+            out[l][e] = part[ep_rank]
+    return out
+
+
+def gpu_loads(p2l, loads, ep_size, nnodes):
+    """loads[l] = tokens per logical expert of row l (None: no tokens);
+    each rank originates 1/ep_size of them. Returns [l][gpu]."""
+    n_phys = len(p2l[0])
+    n_logical = max(max(row) for row in p2l) + 1
+    n_gpu = n_phys // ep_size
+    res = [[0.0] * ep_size for _ in p2l]
+    for rank in range(ep_size):
+        allp = logical_to_all_physical(p2l, n_logical, ep_size, nnodes, rank)
+        disp = rank_dispatch(allp, ep_size, nnodes, n_phys, rank)
+        for l, w in enumerate(loads):
+            if w is None:
+                continue
+            for e in range(n_logical):
+                res[l][disp[l][e] // n_gpu] += w[e] / ep_size
+    return res
+
+
+def random_map(rng, L, E, G, S, dups):
+    rows = []
+    for _ in range(L):
+        while True:
+            row = list(range(E)) + [rng.randrange(E) for _ in range(G * S - E)]
+            rng.shuffle(row)
+            if dups or all(len(set(row[g * S:(g + 1) * S])) == S for g in range(G)):
+                break
+        rows.append(row)
+    return rows
+
+
+def run_test(moeplan):
+    rng = random.Random(2024)
+    shapes = [(3, 6, 4, 2, 4), (4, 10, 4, 3, 2), (3, 12, 8, 2, 4), (2, 7, 6, 2, 2),
+              (3, 9, 6, 3, 3), (2, 16, 8, 3, 8), (4, 5, 4, 2, 1)]
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for (L, E, G, S, P) in shapes:
+            for trial in range(3):
+                p2l = random_map(rng, L, E, G, S, trial == 2)
+                loads = [[float(rng.randrange(0, 1000)) for _ in range(E)] for _ in range(L)]
+                mp = os.path.join(tmp, "map.json")
+                lp = os.path.join(tmp, "loads.csv")
+                with open(mp, "w") as f:
+                    json.dump({"physical_to_logical_map": p2l}, f)
+                with open(lp, "w") as f:
+                    for row in loads:
+                        f.write(",".join("%g" % v for v in row) + "\n")
+                out = subprocess.run([moeplan, "check", mp, "--loads", lp, "--gpus", str(G),
+                                      "--engine", "sglang", "--gpus-per-node", str(P),
+                                      "-t", "1", "-f", "json", "-q"],
+                                     capture_output=True, text=True)
+                if out.returncode != 0:
+                    print("moeplan check failed:", out.stderr)
+                    return 1
+                got = json.loads(out.stdout)["check"]["layers"]
+                want = gpu_loads(p2l, loads, G, G // P)
+                for l in range(L):
+                    for g in range(G):
+                        a, b = got[l]["engine_gpu_load"][g], want[l][g]
+                        err = abs(a - b) / max(1.0, abs(b))
+                        worst = max(worst, err)
+                        if err > 1e-9:
+                            print("shape %s trial %d layer %d GPU %d: moeplan %r, SGLang's rule %r"
+                                  % ((L, E, G, S, P), trial, l, g, a, b))
+                            return 1
+    print("all maps agree (worst relative difference %.3g)" % worst)
+    return 0
+
+
+def score(map_path, loads_path, gpus_per_node):
+    with open(map_path) as f:
+        p2l = json.load(f)["physical_to_logical_map"]
+    rows = []
+    with open(loads_path) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                rows.append([float(v) for v in line.split(",")])
+    if len(rows) != len(p2l):
+        sys.exit("loads have %d rows, the map %d" % (len(rows), len(p2l)))
+    G_slots = len(p2l[0])
+    loads = [r if sum(r) > 0 else None for r in rows]
+    # ep_size from the map's slots per GPU is not in the file: the caller's
+    ep_size = int(os.environ.get("EP_SIZE", "0"))
+    res = gpu_loads(p2l, loads, ep_size, ep_size // gpus_per_node)
+    worst = 0.0
+    for l, w in enumerate(loads):
+        if w is None:
+            continue
+        mean = sum(w) / ep_size
+        ratio = max(res[l]) / mean
+        worst = max(worst, ratio)
+        print("layer %d busiest/mean %.4f" % (l, ratio))
+    print("worst %.4f (%d slots, %d GPUs, %d per node)" % (worst, G_slots, ep_size, gpus_per_node))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "test":
+        sys.exit(run_test(sys.argv[2]))
+    if len(sys.argv) == 5 and sys.argv[1] == "score":
+        sys.exit(score(sys.argv[2], sys.argv[3], int(sys.argv[4])))
+    sys.exit(__doc__)
