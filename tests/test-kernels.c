@@ -17,6 +17,7 @@
 #include "moeplan/diag.h"
 #include "moeplan/kernels.h"
 #include "moeplan/loader.h"
+#include "moeplan/step.h"
 
 #define assert_near(a, b, tol) assert_near_at((a), (b), (tol), __FILE__, __LINE__)
 
@@ -143,12 +144,61 @@ static void kernels__bad_rows(void **state)
 	bad("tests/data/kernels/bad-efficiency.csv", "column efficiency: expected roofline_us / measured_us");
 }
 
+/* A step priced with a table (step.h, in->kernels): the routed term is its
+ * roofline at the datasheet peaks (the no-table step with every factor 1)
+ * divided by the table's efficiency; with one moe_block row of efficiency
+ * 0.5 at (32 local experts, 64 tokens per GPU), at exactly that point (EP
+ * 8 of 256 experts, 64 requests x 1 token) it is twice the peak roofline
+ * and not clamped; the dense term, which the table lacks, keeps the
+ * factors, and says so. */
+static void kernels__step_routed_from_table(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	struct mp_diags d;
+	mp_model_init(&m);
+	mp_hardware_init(&hw);
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_model(src_path("plans/models/deepseek-v3.yaml"), &m, &d), 0);
+	assert_int_equal(mp_load_hardware(src_path("hardware/hgx-h800.yaml"), &hw, &d), 0);
+	mp_diags_finish(&d);
+	struct mp_kernel_table t = {0};
+	load("tests/data/kernels/moe-one.csv", &t);
+	struct mp_step_input in;
+	mp_step_input_init(&in);
+	in.width = (struct mp_ep_width){.ep = 8, .slots = 256, .drafter_slots = 256};
+	in.requests = 64;
+	in.context_tokens = 1024;
+	struct mp_step plain, peak, tab;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &plain), 0);
+	struct mp_efficiency one = plain.efficiency;
+	one.hbm = 1.0;
+	one.gemm = 1.0;
+	in.efficiency = &one;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &peak), 0);
+	in.efficiency = NULL;
+	in.kernels = &t;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &tab), 0);
+	assert_true(tab.kernel_table);
+	assert_true(tab.from_table[MP_TERM_ROUTED]);
+	assert_false(tab.table_clamped[MP_TERM_ROUTED]);
+	assert_near(tab.terms[MP_TERM_ROUTED].time_s / peak.terms[MP_TERM_ROUTED].time_s, 2.0, 1e-12);
+	assert_false(tab.from_table[MP_TERM_DENSE]);
+	assert_near(tab.terms[MP_TERM_DENSE].time_s, plain.terms[MP_TERM_DENSE].time_s, 0.0);
+	assert_false(plain.kernel_table);
+	mp_kernel_table_finish(&t);
+	mp_model_finish(&m);
+	mp_hardware_finish(&hw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(kernels__lookup_by_hand),
 		cmocka_unit_test(kernels__shipped_rows),
 		cmocka_unit_test(kernels__bad_rows),
+		cmocka_unit_test(kernels__step_routed_from_table),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
