@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "moeplan/diag.h"
+#include "moeplan/kernels.h"
 #include "moeplan/model.h"
 #include "moeplan/map.h"
 #include "moeplan/scenario.h"
@@ -35,6 +36,16 @@ extern "C" {
 /** A model file (moeplan preset schema, see README "Model"), or a Hugging
  * Face config.json (recognised by `architectures`/`model_type`). */
 MP_EXPORT int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags);
+
+/** A kernel table (kernels.h; format as hardware/kernels/h800.csv): lines
+ * starting with '#' are comments; the header line must be exactly
+ * kernel,m,k,n,groups,experts,context,measured_us,roofline_us,efficiency,source
+ * and each row a kernel name, six sizes (empty = 0, else > 0), measured and
+ * roofline times in microseconds (> 0), the efficiency (> 0, at most 1.5,
+ * and within 1% of roofline / measured) and a source key. Errors are
+ * path:line:col records naming the column and the allowed range. */
+MP_EXPORT int mp_load_kernel_table(const char *path, struct mp_kernel_table *out,
+				   struct mp_diags *diags);
 
 /** A hardware file (README "Hardware"). */
 MP_EXPORT int mp_load_hardware(const char *path, struct mp_hardware *out, struct mp_diags *diags);

@@ -79,6 +79,7 @@
 
 #include "moeplan/capacity.h"
 #include "moeplan/doc.h"
+#include "moeplan/kernels.h"
 #include "moeplan/model.h"
 #include "moeplan/roofline.h"
 #include "moeplan/visibility.h"
@@ -175,6 +176,16 @@ struct mp_step_input {
 					    the routed terms and the visits that GPU receives and
 					    sends back (dispatch, combine) */
 	const struct mp_efficiency *efficiency; /**< NULL = mp_step_efficiency(hw) */
+	const struct mp_kernel_table *kernels;  /**< NULL = the scalar factors (today's model).
+						     Given (issue 23): a term whose kernel the
+						     table has is priced at the datasheet peaks
+						     divided by the table's efficiency
+						     (mp_kernel_lookup): routed by moe_block
+						     (local experts, tokens per GPU) or else
+						     gemm_masked (tokens per expert, hidden);
+						     dense and shared by gemm_dense (tokens per
+						     GPU, hidden); the other terms, and any
+						     term the table lacks, keep the factors */
 };
 
 /** Fill defaults: decode, 1 token per request, acceptance 0, overlap none,
@@ -209,6 +220,9 @@ struct mp_step {
 	double routed_touched_slots;     /**< expected touched slots per GPU per MoE layer */
 	double routed_slots_per_gpu;     /**< E_phys / N_EP */
 	double tokens_per_expert;        /**< t of the main model (roofline.h) */
+	bool kernel_table;               /**< in->kernels was given */
+	bool from_table[MP_TERM_COUNT];  /**< the term was priced from the kernel table */
+	bool table_clamped[MP_TERM_COUNT]; /**< ... outside its measured range (clamped) */
 };
 
 /** Evaluate one configuration. Returns 0, or MP_EINVAL when the width is
@@ -266,7 +280,8 @@ MP_EXPORT int mp_step_calibrate(const struct mp_model *model, const struct mp_ha
  * tokens_per_expert, routed_touched_slots, routed_slots_per_gpu, terms (a
  * list of {name, time_s, bytes, flops, bound}), efficiency (the factors
  * used), hbm_free_bytes (null when hbm is NULL) and max_requests (null
- * when has_max is false). Returns a new map, or NULL on allocation
+ * when has_max is false). With a kernel table (s->kernel_table) each term
+ * also has pricing: "table", "table_clamped" or "factors". Returns a new map, or NULL on allocation
  * failure. */
 MP_EXPORT struct mp_doc *mp_step_doc(const struct mp_step *step, enum mp_step_phase phase, uint32_t ep,
 			   const struct mp_capacity *hbm, bool has_max, uint64_t max_requests);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "moeplan/capacity.h"
+#include "moeplan/loader.h"
 #include "moeplan/step.h"
 #include "moeplan/scenario.h"
 #include "moeplan/traffic.h"
@@ -30,6 +31,7 @@ enum {
 	OPT_CALIBRATE,
 	OPT_PREDICT_EP,
 	OPT_MIN_REDUNDANT,
+	OPT_KERNELS,
 };
 
 static const struct cli_opt step_options[] = {
@@ -52,6 +54,8 @@ static const struct cli_opt step_options[] = {
 	CLI_OPT_SLOTS,
 	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
 	CLI_OPT_MIN_REDUNDANT(OPT_MIN_REDUNDANT),
+	{"kernels", OPT_KERNELS, "FILE", "a kernel table (hardware/kernels/GPU.csv): price the routed, dense and shared terms "
+		"from its measured efficiencies (default: none, the scalar factors)", CLI_COMPLETE_FILE},
 	{"busiest", OPT_BUSIEST, "F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)", NULL},
 	{"measured-step", OPT_MEASURED, "TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)", NULL},
 	{"measured-tokens-per-s", OPT_MEASURED_TPS, "X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)", NULL},
@@ -89,6 +93,7 @@ const struct cli_command_help cmd_step_help = {
 
 struct step_args {
 	const char *model, *hardware, *output;
+	const char *kernels;      /* --kernels FILE, or NULL */
 	const char *context_text; /* as given: prefill refuses 0 once the phase is known */
 	enum mp_step_phase phase;
 	uint32_t ep, nodes_of, slots, drafter_slots, tp, min_redundant;
@@ -139,6 +144,7 @@ static bool parse_one(int c, struct step_args *a)
 	switch (c) {
 	case 'm': a->model = optarg; return true;
 	case 'H': a->hardware = optarg; return true;
+	case OPT_KERNELS: a->kernels = optarg; return true;
 	case 'o': a->output = optarg; return true;
 	case OPT_PHASE:
 		if (strcmp(optarg, "decode") == 0 || strcmp(optarg, "prefill") == 0) {
@@ -267,10 +273,14 @@ static void print_terms(FILE *f, const struct mp_step *s)
 		char b[32], fl[32];
 		cli_si(t->bytes, "B", b, sizeof(b));
 		cli_si(t->flops, "FLOP", fl, sizeof(fl));
-		fprintf(f, "  %-13s %8.3f ms %6.1f%% %12s %12s  %s%s\n",
+		const char *pricing = !s->kernel_table	  ? ""
+				      : !s->from_table[i]	  ? " [factors]"
+				      : s->table_clamped[i] ? " [table, clamped]"
+							    : " [table]";
+		fprintf(f, "  %-13s %8.3f ms %6.1f%% %12s %12s  %s%s%s\n",
 			mp_step_term_name((enum mp_step_term_id)i), t->time_s * 1e3,
 			sum > 0.0 ? 100.0 * t->time_s / sum : 0.0, b, fl, mp_step_bound_name(t->bound),
-			term_hidden(s, i) ? " *" : "");
+			term_hidden(s, i) ? " *" : "", pricing);
 	}
 }
 
@@ -379,7 +389,8 @@ static struct mp_doc *run_doc(const struct step_run *r, const struct mp_model *m
 	return d;
 }
 
-static int run(const struct step_args *a, const struct mp_model *m, struct mp_hardware *hw)
+static int run(const struct step_args *a, const struct mp_model *m, struct mp_hardware *hw,
+	       const struct mp_kernel_table *kernels)
 {
 	if (a->nodes_of) {
 		hw->scale_up_domain_gpus = a->nodes_of;
@@ -397,6 +408,7 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 	in->kernel = a->kernel;
 	in->tp = a->tp;
 	in->busiest_factor = a->busiest;
+	in->kernels = kernels;
 	if (a->phase == MP_STEP_DECODE) {
 		in->requests = a->requests;
 		in->context_tokens = a->context;
@@ -515,8 +527,8 @@ int cmd_step(int argc, char **argv)
 	if (a.ep % a.tp != 0) {
 		return cli_usage("step", "--attention tp:%u must divide --ep %u", a.tp, a.ep);
 	}
-	const char *inputs[] = {a.model, a.hardware};
-	if (!cli_outputs_spare_inputs("step", &a.output, 1, inputs, 2)) {
+	const char *inputs[] = {a.model, a.hardware, a.kernels};
+	if (!cli_outputs_spare_inputs("step", &a.output, 1, inputs, a.kernels ? 3 : 2)) {
 		return EXIT_USAGE;
 	}
 	struct mp_model model;
@@ -524,10 +536,24 @@ int cmd_step(int argc, char **argv)
 	mp_model_init(&model);
 	mp_hardware_init(&hw);
 	int status = cli_load_model_hardware(a.model, a.hardware, &model, &hw);
+	static struct mp_kernel_table kt;
+	kt = (struct mp_kernel_table){NULL, 0};
+	if (status == 0 && a.kernels) {
+		struct mp_diags d;
+		mp_diags_init(&d);
+		if (mp_load_kernel_table(a.kernels, &kt, &d) != 0) {
+			for (size_t i = 0; i < d.count; i++) {
+				mp_diag_print(&d.items[i], stderr);
+			}
+			status = EXIT_INPUT;
+		}
+		mp_diags_finish(&d);
+	}
 	if (status == 0) {
 		cli_warn_step_gaps(a.model, &model);
-		status = run(&a, &model, &hw);
+		status = run(&a, &model, &hw, a.kernels ? &kt : NULL);
 	}
+	mp_kernel_table_finish(&kt);
 	mp_model_finish(&model);
 	mp_hardware_finish(&hw);
 	return status;

@@ -37,6 +37,11 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 		mp_doc_put_real(e, "bytes", t->bytes);
 		mp_doc_put_real(e, "flops", t->flops);
 		mp_doc_put_string(e, "bound", mp_step_bound_name(t->bound));
+		if (s->kernel_table) {
+			mp_doc_put_string(e, "pricing", !s->from_table[i]      ? "factors"
+							: s->table_clamped[i] ? "table_clamped"
+									      : "table");
+		}
 		mp_doc_put(terms, NULL, e);
 	}
 	mp_doc_put(d, "terms", terms);

@@ -149,7 +149,25 @@ struct ctx {
 	uint32_t nodes;
 	double prompts;     /* prefill prompts per GPU */
 	double isl;
+	struct mp_step *use; /* from_table / table_clamped are recorded here */
 };
+
+/* The kernel table's efficiency for one term's kernel, or 0 when there is
+ * no table or it has no row of that kind (the scalar factors then price
+ * the term). Records the use in c->use. */
+static double table_eff(const struct ctx *c, enum mp_kernel_kind kind, double primary,
+			double secondary, enum mp_step_term_id term)
+{
+	double e = 0.0;
+	bool cl = false;
+	if (!c->in->kernels || !(primary > 0.0) || !(secondary > 0.0) ||
+	    mp_kernel_lookup(c->in->kernels, kind, primary, secondary, &e, &cl) != 0 || !(e > 0.0)) {
+		return 0.0;
+	}
+	c->use->from_table[term] = true;
+	c->use->table_clamped[term] = c->use->table_clamped[term] || cl;
+	return e;
+}
 
 static bool finite_nonneg(double v)
 {
@@ -254,6 +272,16 @@ static struct mp_step_term roof(double bytes, double flops, double bw, double pe
 	return t;
 }
 
+/* A term priced from the table: the roofline at the datasheet peaks
+ * divided by the measured efficiency e. */
+static struct mp_step_term roof_table(const struct ctx *c, double bytes, double flops, double e)
+{
+	struct mp_step_term t = roof(bytes, flops, c->hw->hbm_bw_bytes_per_s,
+				     c->hw->peak_flops[c->m->expert_compute]);
+	t.time_s /= e;
+	return t;
+}
+
 /* ------------------------------------------------------------- attention */
 
 /* FLOP per (query token, context token) pair in one layer. */
@@ -353,6 +381,10 @@ static struct mp_step_term dense_term(const struct ctx *c, double share)
 	double bytes = dense_bytes(m);
 	double params = bytes / (mp_format_bits(m->shared_format, m->int4_group_size) / 8.0);
 	double t = tokens_per_gpu(c, share);
+	double e = table_eff(c, MP_KERNEL_GEMM_DENSE, t, (double)m->hidden_size, MP_TERM_DENSE);
+	if (e > 0.0) {
+		return roof_table(c, bytes / c->tp, 2.0 * params * t, e);
+	}
 	return roof(bytes / c->tp, 2.0 * params * t, c->bw, c->gemm_peak);
 }
 
@@ -363,6 +395,10 @@ static struct mp_step_term shared_term(const struct ctx *c, double share)
 	mp_roofline_shared_expert(m, &e);
 	double n = (double)m->moe_layers * (double)m->shared_experts;
 	double t = tokens_per_gpu(c, share);
+	double te = table_eff(c, MP_KERNEL_GEMM_DENSE, t, (double)m->hidden_size, MP_TERM_SHARED);
+	if (te > 0.0) {
+		return roof_table(c, n * e.weight_bytes / c->tp, n * t * e.flops_per_token, te);
+	}
 	return roof(n * e.weight_bytes / c->tp, n * t * e.flops_per_token, c->bw, c->gemm_peak);
 }
 
@@ -385,7 +421,7 @@ static struct mp_step_term lm_head_term(const struct ctx *c, double share)
  * top-k, `slots` physical slots over ep GPUs, T tokens per GPU. */
 static struct mp_step_term routed_part(const struct ctx *c, const struct mp_expert_cost *e,
 				       uint32_t layers, uint32_t top_k, uint32_t slots, double t,
-				       double *touched_out)
+				       double *touched_out, enum mp_step_term_id term)
 {
 	double sg = (double)slots / c->ep;
 	double k = (double)top_k;
@@ -398,7 +434,12 @@ static struct mp_step_term routed_part(const struct ctx *c, const struct mp_expe
 	double wbytes = touched * e->weight_bytes;
 	double abytes = t * k * e->act_bytes_per_visit;
 	double flops = t * k * e->flops_per_token;
-	struct mp_step_term one = roof(wbytes + abytes, flops, c->bw, c->gemm_peak);
+	double te = table_eff(c, MP_KERNEL_MOE_BLOCK, sg, t, term);
+	if (!(te > 0.0)) {
+		te = table_eff(c, MP_KERNEL_GEMM_MASKED, t * k / sg, (double)c->m->hidden_size, term);
+	}
+	struct mp_step_term one = te > 0.0 ? roof_table(c, wbytes + abytes, flops, te)
+					   : roof(wbytes + abytes, flops, c->bw, c->gemm_peak);
 	one.time_s *= (double)layers;
 	one.bytes *= (double)layers;
 	one.flops *= (double)layers;
@@ -411,7 +452,7 @@ static struct mp_step_term routed_term(const struct ctx *c, double share, double
 	struct mp_expert_cost e;
 	mp_roofline_expert(m, &e);
 	struct mp_step_term r = routed_part(c, &e, m->moe_layers, m->top_k, c->in->width.slots,
-					    tokens_per_gpu(c, share), touched);
+					    tokens_per_gpu(c, share), touched, MP_TERM_ROUTED);
 	double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
 	r.time_s *= f;
 	return r;
@@ -434,7 +475,8 @@ static struct mp_step_term drafter_term(const struct ctx *c, double share)
 	if (has_drafter_experts(m)) {
 		struct mp_expert_cost e;
 		mp_roofline_drafter_expert(m, &e);
-		sum = routed_part(c, &e, d->moe_stages, d->top_k, c->in->width.drafter_slots, t, NULL);
+		sum = routed_part(c, &e, d->moe_stages, d->top_k, c->in->width.drafter_slots, t, NULL,
+				  MP_TERM_DRAFTER);
 		double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
 		sum.time_s *= f;
 	}
@@ -625,7 +667,9 @@ int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 		.kernel = c.kernel,
 		.efficiency = c.eff,
 		.nodes = c.nodes,
+		.kernel_table = in->kernels != NULL,
 	};
+	c.use = &s;
 	bool two = in->overlap == MP_OVERLAP_TWO_BATCH;
 	double share = two ? 0.5 : 1.0;
 	double touched = 0.0;
