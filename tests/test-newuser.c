@@ -928,6 +928,60 @@ static void newuser__replan_engine_map_against_named_rows(void **state)
 	unlink(out_plan);
 }
 
+/* Issue 26, item 4: DeepSeek-V3 prefill on 80 GB H100. By hand: at EP8 a
+ * GPU holds 288 / 8 = 36 routed slots x 58 MoE layers x 44,050,944 B
+ * (one FP8 expert: 3 x 7168 x 2048 FP8 weights = 44,040,192 B and 3 x 56
+ * x 16 FP32 scales of its 128 x 128 blocks = 10,752 B) = 91,978,371,072 B, more than the 81,559 MiB = 85,520,809,984 B
+ * of HBM, so no width of the default range EP2..EP8 fits; at EP16 the
+ * slots take half, 45.99 GB. Before: exit 1 and six lines ending
+ * "moeplan: error: prefill: no EP width fits". */
+static void newuser__dsv3_h100_prefill_reaches_ep16(void **state)
+{
+	(void)state;
+	assert_true(36.0 * 58.0 * 44050944.0 > 81559.0 * 1048576.0);
+	struct cli_result r = cli_run("plan", src_path("tests/data/newuser/deepseek-v3-h100.yaml"),
+				      "-q", "--format", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_int_equal((int)phase_real(r.out, "prefill", "ep"), 16);
+	assert_string_equal(r.err, "");
+	cli_result_free(&r);
+}
+
+/* Where the phase's GPUs (or a given ep_max) stop below the smallest width
+ * that fits: one line, at the field to change in the scenario file. */
+static void newuser__dsv3_h100_no_fit_names_the_field(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *file;
+		const char *start;
+		const char *fix;
+	} cases[] = {
+		{"tests/data/newuser/deepseek-v3-h100-8.yaml",
+		 "deepseek-v3-h100-8.yaml:7:9: error: prefill: no EP width up to EP8 fits in HBM (EP8 "
+		 "does not fit: needs ", "; give prefill.gpus 16 or more: EP16 is the smallest width that "
+		 "fits\n"},
+		{"tests/data/newuser/deepseek-v3-h100-ep-max.yaml",
+		 "deepseek-v3-h100-ep-max.yaml:7:11: error: prefill: no EP width up to EP8 fits in HBM "
+		 "(EP8 does not fit: needs ", "; raise prefill.ep_max to 16, the smallest width that fits\n"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *path = src_path(cases[i].file);
+		struct cli_result r = cli_run("plan", path, "-q", NULL);
+		assert_int_equal(r.status, 1);
+		assert_string_equal(r.out, "");
+		/* one line: the path, the field's line:col, the fix */
+		assert_non_null(strstr(r.err, cases[i].start));
+		assert_true(strncmp(r.err, path, strlen(path)) == 0);
+		const char *nl = strchr(r.err, '\n');
+		assert_non_null(nl);
+		assert_int_equal(nl[1], '\0');
+		size_t n = strlen(r.err), f = strlen(cases[i].fix);
+		assert_true(n > f && strcmp(r.err + n - f, cases[i].fix) == 0);
+		cli_result_free(&r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -955,6 +1009,8 @@ int main(void)
 		cmocka_unit_test(newuser__check_plan_rows_by_layer),
 		cmocka_unit_test(newuser__plan_rows_never_by_position),
 		cmocka_unit_test(newuser__dense_layer_loads_refused),
+		cmocka_unit_test(newuser__dsv3_h100_prefill_reaches_ep16),
+		cmocka_unit_test(newuser__dsv3_h100_no_fit_names_the_field),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

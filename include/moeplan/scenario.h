@@ -43,12 +43,25 @@ enum mp_slot_rule {
  * multiple of ep. Returns 0 when ep is 0. */
 MP_EXPORT uint32_t mp_default_redundant(uint32_t n_experts, uint32_t ep);
 
+/** Where a field was written in its scenario file (1-based; 0 = not
+ * given), for messages that name the field to change (issue 26). */
+struct mp_field_pos {
+	int line;
+	int column;
+};
+
 struct mp_phase_spec {
 	struct mp_hardware hardware;   /**< the GPU this phase runs on */
 	char *hardware_path;           /**< owned; file it came from, may be NULL */
 	uint32_t gpus;                 /**< GPUs available to the phase (0 = one scale-up domain) */
 	uint32_t ep;                   /**< fixed EP width, 0 = choose */
 	uint32_t ep_min, ep_max;       /**< range to choose in (0 = no limit) */
+	bool ep_max_default;           /**< ep_max is prefill's built-in 8, not given (mp_scenario_init
+					    sets it; the loader clears it when ep or ep_max is given):
+					    where nothing fits up to it, the width search goes on to
+					    the smallest width that fits within gpus (issue 26) */
+	struct mp_field_pos pos_phase, pos_gpus, pos_ep, pos_ep_max, pos_hardware; /**< in the
+					    scenario file (mp_scenario.path); zero when not given */
 	enum mp_slot_rule slot_rule;
 	uint32_t min_redundant;        /**< MP_SLOTS_MIN_REDUNDANT (default MP_MIN_REDUNDANT_AUTO) */
 	uint32_t redundant_per_gpu;    /**< MP_SLOTS_PER_GPU (default 1) */
@@ -97,6 +110,7 @@ struct mp_search_spec {
 
 struct mp_scenario {
 	char *name;                    /**< owned */
+	char *path;                    /**< owned; the scenario file (NULL when not from a file) */
 	char *model_path;              /**< owned */
 	struct mp_model model;
 	struct mp_traffic traffic;

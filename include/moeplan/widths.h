@@ -115,6 +115,10 @@ struct mp_widths {
 	bool has_choice;
 	size_t chosen;                      /**< index into items when has_choice */
 	uint32_t limit;                     /**< widest EP the phase may use */
+	uint32_t fit_beyond;                /**< where no width up to limit fits in HBM: the
+					         smallest width above it on the grid (powers of
+					         two, gpus) that does, 0 when none up to
+					         MP_MAX_GPUS or when one fits (issue 26) */
 };
 
 MP_EXPORT void mp_widths_init(struct mp_widths *widths);
@@ -177,7 +181,12 @@ MP_EXPORT double mp_widths_rank_time(const struct mp_width_candidate *c, double 
  * domain, the GPU count, ep_min, ep_max, a fixed ep, and the divisors of
  * the GPU count within one domain or made of whole domains. The limit is
  * the GPUs for decode (gpus 0 = one domain; ep_max caps it) and ep_max
- * (else the GPUs, else 8) for prefill. A fixed phase->ep is chosen if it passes
+ * (else the GPUs, else 8) for prefill; where no width up to it fits in
+ * HBM and prefill's ep_max is the default (phase->ep_max_default), the
+ * limit becomes the smallest width that fits on the grid of powers of two
+ * and the GPU count, within the GPUs (issue 26: DeepSeek-V3 prefill on
+ * 80 GB H100 needs EP16; out->fit_beyond says it where the limit stays).
+ * A fixed phase->ep is chosen if it passes
  * every rule. cap_opts and roof_opts may be NULL (defaults). Returns 0
  * (out->has_choice false when no candidate passes, each item saying why),
  * MP_EINVAL (a model without experts or top_k), or MP_ENOMEM. out must be

@@ -326,6 +326,15 @@ static void parse_step_fields(struct ld *ld, const yaml_node_t *node, const char
 	(void)decode;
 }
 
+static struct mp_field_pos node_pos(const yaml_node_t *node)
+{
+	if (!node) {
+		return (struct mp_field_pos){0};
+	}
+	return (struct mp_field_pos){.line = (int)node->start_mark.line + 1,
+				     .column = (int)node->start_mark.column + 1};
+}
+
 static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what, bool decode,
 			const struct mp_model *model, bool model_ok, struct mp_phase_spec *p)
 {
@@ -348,6 +357,14 @@ static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what
 	if (ep && (ep_min || ep_max)) {
 		ld_error(ld, ep, "%s: give either ep or ep_min/ep_max, not both", FIELD("ep"));
 	}
+	if (ep || ep_max) {
+		p->ep_max_default = false;
+	}
+	p->pos_phase = node_pos(node);
+	p->pos_gpus = node_pos(gpus);
+	p->pos_ep = node_pos(ep);
+	p->pos_ep_max = node_pos(ep_max);
+	p->pos_hardware = node_pos(hw);
 	if (ep_ok) {
 		p->ep_min = p->ep;
 		p->ep_max = p->ep;
@@ -527,6 +544,11 @@ static void parse_scenario(struct ld *ld, const yaml_node_t *root, struct mp_sce
 			ld_fail(ld, MP_ENOMEM);
 			return;
 		}
+	}
+	s->path = ld_strdup(ld->path);
+	if (!s->path) {
+		ld_fail(ld, MP_ENOMEM);
+		return;
 	}
 	bool model_ok = false;
 	const yaml_node_t *model = ld_require(ld, root, "", "model");

@@ -35,6 +35,7 @@ void mp_scenario_init(struct mp_scenario *scenario)
 	scenario->search.acceptance = -1;
 	scenario->prefill.ep_min = 2;
 	scenario->prefill.ep_max = 8;
+	scenario->prefill.ep_max_default = true;
 }
 
 void mp_scenario_finish(struct mp_scenario *scenario)
@@ -43,6 +44,7 @@ void mp_scenario_finish(struct mp_scenario *scenario)
 		return;
 	}
 	free(scenario->name);
+	free(scenario->path);
 	free(scenario->model_path);
 	mp_model_finish(&scenario->model);
 	mp_traffic_finish(&scenario->traffic);

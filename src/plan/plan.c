@@ -234,6 +234,63 @@ static int fill_pick(const struct mp_scenario *sc, bool prefill, struct mp_phase
 	return 0;
 }
 
+/* Issue 26: no width fits in HBM: one line at the field to change, in the
+ * scenario file (the GPUs, the ep range, the fixed ep or the hardware),
+ * with the smallest width that fits. Returns false (nothing said) when
+ * some width fits in HBM and another rule refused it. */
+static bool say_no_fit(const struct mp_scenario *sc, const struct mp_phase_spec *spec,
+		       const struct mp_widths *w, const char *phase, struct mp_diags *diags)
+{
+	const struct mp_width_candidate *widest = NULL;
+	for (size_t i = 0; i < w->count; i++) {
+		const struct mp_width_candidate *c = &w->items[i];
+		if (c->width.ep > w->limit || !c->evaluated) {
+			continue;
+		}
+		if (c->hbm.fits && (!spec->ep || c->width.ep == spec->ep)) {
+			return false;
+		}
+		if (!spec->ep || c->width.ep == spec->ep) {
+			widest = c;
+		}
+	}
+	/* No wider width fits either (or none is valid): each width's own
+	 * reason says more (fewer requests, a shorter context). */
+	const uint32_t fit = w->fit_beyond;
+	if (!widest || !fit) {
+		return false;
+	}
+	char needs[sizeof(widest->reason) + 16];
+	snprintf(needs, sizeof(needs), "EP%u %s", widest->width.ep, widest->reason);
+	const struct mp_field_pos *pos = &spec->pos_phase;
+	char fix[256];
+	if (spec->ep) {
+		pos = &spec->pos_ep;
+		snprintf(fix, sizeof(fix), "set %s.ep to %u (the smallest width that fits) or "
+			 "leave it out", phase, fit);
+	} else if (!spec->ep_max_default && spec->ep_max == w->limit) {
+		pos = &spec->pos_ep_max;
+		snprintf(fix, sizeof(fix), "raise %s.ep_max to %u, the smallest width that fits%s",
+			 phase, fit, spec->gpus && spec->gpus < fit ? ", and gpus with it" : "");
+	} else if (spec->gpus) {
+		pos = &spec->pos_gpus;
+		snprintf(fix, sizeof(fix), "give %s.gpus %u or more: EP%u is the smallest width that "
+			 "fits", phase, fit, fit);
+	} else {
+		snprintf(fix, sizeof(fix), "give %s.gpus %u or more: EP%u is the smallest width that "
+			 "fits", phase, fit, fit);
+	}
+	char what[96];
+	if (spec->ep) {
+		snprintf(what, sizeof(what), "EP%u, the width %s.ep fixes, does not fit", spec->ep, phase);
+	} else {
+		snprintf(what, sizeof(what), "no EP width up to EP%u fits", w->limit);
+	}
+	mp_diags_add(diags, sc->path, pos->line, pos->column, MP_ENOFIT, "%s: %s in HBM (%s); %s",
+		     phase, what, needs, fix);
+	return true;
+}
+
 static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options *opts,
 		      const struct mp_loads *loads, bool prefill, struct mp_phase_plan *out,
 		      struct mp_diags *diags)
@@ -243,7 +300,9 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	struct mp_widths *widths = &out->widths;
 	int rc = mp_widths_rank(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, NULL,
 				NULL, widths);
-	if (rc == 0 && !widths->has_choice) {
+	if (rc == 0 && !widths->has_choice && say_no_fit(sc, spec, widths, out->phase, diags)) {
+		rc = MP_ENOFIT;
+	} else if (rc == 0 && !widths->has_choice) {
 		rc = MP_ENOFIT;
 		size_t said = 0;
 		for (int pass = 0; pass < 2 && said == 0; pass++) {
@@ -256,8 +315,8 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 				}
 			}
 		}
-		mp_diags_add(diags, NULL, 0, 0, rc, "%s: no EP width fits%s", out->phase,
-			     said ? " (see above)" : "");
+		mp_diags_add(diags, sc->path, spec->pos_phase.line, spec->pos_phase.column, rc,
+			     "%s: no EP width fits%s", out->phase, said ? " (see above)" : "");
 	}
 	struct mp_place_options place = opts->place;
 	if (sc->time_limit_s > 0 && place.time_limit_s <= 0) {

@@ -412,6 +412,10 @@ static bool decode_tie_better(const struct mp_width_candidate *a, const struct m
 static const char *limit_source(const struct mp_phase_spec *phase, enum mp_phase_kind kind,
 				uint32_t limit)
 {
+	if (kind == MP_PHASE_PREFILL && phase->ep_max_default && limit > phase->ep_max) {
+		return "the smallest width that fits in HBM (prefill.ep_max not given: the search "
+		       "goes past the default EP8 only as far as it must)";
+	}
 	if (phase->ep_max == limit) {
 		return kind == MP_PHASE_PREFILL ? "prefill.ep_max" : "decode.ep_max";
 	}
@@ -689,6 +693,50 @@ static size_t pick_and_explain(struct mp_width_candidate *items, size_t n, enum 
 	return best;
 }
 
+/* The smallest width above `above` on the candidate grid (powers of two,
+ * and gpus when given) that fits in HBM, up to MP_MAX_GPUS; 0 when none. */
+static uint32_t grid_fit_above(const struct mp_model *model, const struct mp_phase_spec *phase,
+			       enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			       uint32_t above)
+{
+	uint32_t found = 0;
+	for (uint64_t p = 1; p <= MP_MAX_GPUS; p *= 2) {
+		uint32_t g = phase->gpus;
+		if (g > above && g < p && p / 2 < g &&
+		    mp_widths_min_fit_ep(model, phase, kind, cap_opts, g, g, &found) == 0) {
+			return g;
+		}
+		if (p > above &&
+		    mp_widths_min_fit_ep(model, phase, kind, cap_opts, (uint32_t)p, (uint32_t)p, &found) == 0) {
+			return (uint32_t)p;
+		}
+	}
+	return 0;
+}
+
+/* Issue 26: where no width up to the phase's limit fits in HBM, the
+ * smallest grid width beyond it that does (*beyond, 0 when none); a
+ * prefill whose ep_max is the built-in default goes on to it when the
+ * phase's GPUs allow. Returns the limit to search. */
+static uint32_t extend_limit(const struct mp_model *model, const struct mp_phase_spec *phase,
+			     enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
+			     uint32_t limit, uint32_t *beyond)
+{
+	*beyond = 0;
+	uint32_t lo = phase->ep ? phase->ep : (phase->ep_min ? phase->ep_min : 1);
+	uint32_t found = 0;
+	if (lo > limit || mp_widths_min_fit_ep(model, phase, kind, cap_opts, lo, limit, &found) == 0) {
+		return limit;
+	}
+	*beyond = grid_fit_above(model, phase, kind, cap_opts, limit);
+	uint32_t cap = phase->gpus ? phase->gpus : MP_MAX_GPUS;
+	if (kind == MP_PHASE_PREFILL && phase->ep_max_default && !phase->ep && *beyond &&
+	    *beyond <= cap) {
+		return *beyond;
+	}
+	return limit;
+}
+
 int mp_widths_apply_factor(const struct mp_model *model, const struct mp_phase_spec *phase,
 			   enum mp_phase_kind kind, const struct mp_capacity_options *cap_opts,
 			   const struct mp_roofline_options *roof_opts, double factor,
@@ -701,7 +749,9 @@ int mp_widths_apply_factor(const struct mp_model *model, const struct mp_phase_s
 	 * now bind), HBM at that batch, the whole step, the rules. */
 	*c = (struct mp_width_candidate){.width.ep = c->width.ep, .busiest_factor = factor};
 	evaluate(model, phase, kind, cap_opts, roof_opts, c);
-	judge_rules(model, phase, kind, cap_opts, phase_limit(phase, kind), c);
+	uint32_t beyond = 0;
+	judge_rules(model, phase, kind, cap_opts,
+		    extend_limit(model, phase, kind, cap_opts, phase_limit(phase, kind), &beyond), c);
 	c->passes = c->reason[0] == '\0';
 	return 0;
 }
@@ -731,7 +781,8 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
 	if (model->routed_experts == 0 || model->top_k == 0) {
 		return MP_EINVAL;
 	}
-	uint32_t limit = phase_limit(phase, kind);
+	uint32_t beyond = 0;
+	uint32_t limit = extend_limit(model, phase, kind, cap_opts, phase_limit(phase, kind), &beyond);
 	uint32_t list[MAX_CANDIDATES];
 	size_t n = 0;
 	for (uint64_t p = 1; p <= UINT32_MAX; p *= 2) {
@@ -780,6 +831,7 @@ int mp_widths_rank(const struct mp_model *model, const struct mp_phase_spec *pha
 		.has_choice = best < n,
 		.chosen = best < n ? best : 0,
 		.limit = limit,
+		.fit_beyond = beyond > limit ? beyond : 0,
 	};
 	return 0;
 }

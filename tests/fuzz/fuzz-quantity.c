@@ -9,11 +9,11 @@
 
 int fuzz_quantity(const uint8_t *data, size_t size)
 {
-	static const char *const kinds[] = {NULL, "bytes", "bytes/s", "flop/s", "seconds"};
+	static const char *const kinds[] = {NULL, "bytes", "bytes/s", "flop/s", "seconds", "count"};
 	if (size == 0) {
 		return 0;
 	}
-	const char *kind = kinds[data[0] % 5];
+	const char *kind = kinds[data[0] % 6];
 	char *text = malloc(size);
 	FUZZ_CHECK(text != NULL);
 	memcpy(text, data + 1, size - 1);

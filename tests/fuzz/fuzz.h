@@ -43,7 +43,7 @@ int fuzz_loads(const uint8_t *data, size_t size);
 /* The first byte picks the phase (none, decode, prefill) and the GPU
  * count passed (0 = "the file says", 1, 2, 8); the rest is the file. */
 int fuzz_map(const uint8_t *data, size_t size);
-/* mp_parse_quantity in memory: the first byte picks the kind. */
+/* mp_parse_quantity in memory: the first byte picks the kind (mod 6). */
 int fuzz_quantity(const uint8_t *data, size_t size);
 
 /* Write data to DIR/plans/in<ext> (ext e.g. ".yaml", or "") and return
