@@ -26,6 +26,8 @@ expect() {
 
 expect "moeplan s" "search simulate step"
 expect "moeplan help re" "replan"
+expect "moeplan help p" "place placement plan"
+expect "moeplan help fo" "formats"
 expect "moeplan fit --bu" "--buffer-tokens --buffers"
 expect "moeplan fit --buffers " "auto low-latency none normal"
 expect "moeplan place --format " "json yaml"

@@ -2,7 +2,8 @@
 # Issue 16 item 1: tests, benchmarks and the README work in a clone with no
 # ../shared beside it. Fails if a test, benchmark, build or CI file reads
 # ../shared (an environment variable naming it, a string literal or a shell
-# path outside a comment), or if the README sends users there.
+# path outside a comment), or if the README, the manual (doc/) or
+# CONTRIBUTING.md sends users there.
 # Citations in test comments ("source: ../shared/reference/...") stay
 # allowed: they name where a copied figure came from. Shipped files
 # (hardware/, plans/, include/, src/, tests/fuzz/corpus/) cite the public
@@ -28,8 +29,8 @@ for f in $files; do
 		fi ;;
 	esac
 done
-if grep -n '\.\./shared' README.md >&2; then
-	echo "README.md: sends users to ../shared (see the lines above)" >&2
+if grep -n '\.\./shared' README.md doc/*.md CONTRIBUTING.md >&2; then
+	echo "README.md, the manual (doc/) or CONTRIBUTING.md sends users to ../shared (see the lines above)" >&2
 	bad=1
 fi
 # What users get (presets, scenarios, public headers, sources, the fuzz
@@ -39,5 +40,5 @@ if grep -rnaE '(\.\./)+shared/|shared/reference' hardware plans include src test
 	echo "the files above cite ../shared: name the public source it was taken from" >&2
 	bad=1
 fi
-[ "$bad" = 0 ] && echo "no test, benchmark, shipped file or README line reaches ../shared"
+[ "$bad" = 0 ] && echo "no test, benchmark, shipped file, README or manual line reaches ../shared"
 exit "$bad"

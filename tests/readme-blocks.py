@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""The README's program outputs come from the program (issue 16 item 9).
+"""The README's and the manual's program outputs come from the program
+(issue 16 item 9, issue 27).
 
 Each block between `<!-- BEGIN generated: NAME -->` and
-`<!-- END generated: NAME -->` in README.md is the output of the commands
+`<!-- END generated: NAME -->` in README.md and in the manual's pages
+(doc/*.md) is the output of the commands
 listed for NAME below, run from a scratch folder that links the source
 tree's plans/ and hardware/ (so commands read exactly as in the README).
 Only these blocks are compared; the prose around them is not.
 
   tests/readme-blocks.py --check   exit 1 and show a diff when a block drifted
-  tests/readme-blocks.py --update  rewrite the blocks in README.md
+  tests/readme-blocks.py --update  rewrite the blocks in README.md and doc/*.md
 
 Options: --moeplan BIN (default build/src/cli/moeplan), --example BIN (the
 library example, default build/tests/example-plan-layer), --root DIR (the
@@ -112,7 +114,7 @@ def render(name, args, work):
     return "".join(out)
 
 
-def blocks_of(readme):
+def blocks_of(readme, rel):
     """[(name, start line index, end line index)] of the marked blocks."""
     lines = readme.splitlines(keepends=True)
     found = []
@@ -122,7 +124,7 @@ def blocks_of(readme):
             end = f"<!-- END generated: {m.group(1)} -->"
             j = next((k for k in range(i + 1, len(lines)) if lines[k].rstrip("\n") == end), None)
             if j is None:
-                sys.exit(f"README.md:{i + 1}: {m.group(1)} has no '{end}'")
+                sys.exit(f"{rel}:{i + 1}: {m.group(1)} has no '{end}'")
             found.append((m.group(1), i, j))
     return lines, found
 
@@ -135,7 +137,7 @@ def help_examples(args):
     commands = re.findall(r"^  ([a-z]+)  ", top, re.M)
     problems = []
     for c in commands:
-        text = run([moeplan, "help", c], args.root).stdout
+        text = run([moeplan, c, "--help"], args.root).stdout
         ex = text.split("Examples:", 1)[1].split("\n\n", 1)[0] if "Examples:" in text else ""
         ex = ex.replace("\\\n", " ")
         written = set()
@@ -148,7 +150,7 @@ def help_examples(args):
                     continue
                 if re.search(r"\.(yaml|yml|csv|json|pt)$", w):
                     if w not in written and not os.path.exists(os.path.join(args.root, w)):
-                        problems.append(f"moeplan help {c}: '{w}' does not exist: {line.strip()}")
+                        problems.append(f"moeplan {c} --help: '{w}' does not exist: {line.strip()}")
     return problems
 
 
@@ -161,46 +163,55 @@ def main():
     ap.add_argument("--example", default="build/tests/example-plan-layer")
     ap.add_argument("--root", default=".")
     args = ap.parse_args()
-    readme_path = os.path.join(args.root, "README.md")
-    readme = open(readme_path).read()
-    lines, found = blocks_of(readme)
-    names = [n for n, _, _ in found]
+    paths = ["README.md"] + sorted(os.path.join("doc", f) for f in os.listdir(
+        os.path.join(args.root, "doc")) if f.endswith(".md"))
+    docs = {}  # relative path -> (lines, [(name, start, end)])
+    names = []
+    for rel in paths:
+        with open(os.path.join(args.root, rel)) as f:
+            docs[rel] = blocks_of(f.read(), rel)
+        names += [n for n, _, _ in docs[rel][1]]
     missing = [n for n in BLOCKS if n not in names]
     unknown = [n for n in names if n not in BLOCKS]
-    if missing or unknown:
-        sys.exit(f"README.md: blocks missing {missing}, unknown {unknown}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if missing or unknown or twice:
+        sys.exit(f"README.md, doc/*.md: blocks missing {missing}, unknown {unknown}, "
+                 f"given twice {twice}")
     drift = []
     with tempfile.TemporaryDirectory() as work:
         for d in ("plans", "hardware", "tests"):
             os.symlink(os.path.abspath(os.path.join(args.root, d)), os.path.join(work, d))
         new = {n: render(n, args, work) for n in names}
-    out = []
-    pos = 0
-    for name, i, j in found:
-        out.extend(lines[pos:i + 1])
-        old = "".join(lines[i + 1:j])
-        if old != new[name]:
-            drift.append(name)
-            if args.check:
-                sys.stdout.writelines(difflib.unified_diff(
-                    old.splitlines(keepends=True), new[name].splitlines(keepends=True),
-                    f"README.md ({name})", f"program ({name})"))
-        out.append(new[name])
-        pos = j
-    out.extend(lines[pos:])
+    rewritten = {}
+    for rel, (lines, found) in docs.items():
+        out = []
+        pos = 0
+        for name, i, j in found:
+            out.extend(lines[pos:i + 1])
+            old = "".join(lines[i + 1:j])
+            if old != new[name]:
+                drift.append(name)
+                rewritten[rel] = True
+                if args.check:
+                    sys.stdout.writelines(difflib.unified_diff(
+                        old.splitlines(keepends=True), new[name].splitlines(keepends=True),
+                        f"{rel} ({name})", f"program ({name})"))
+            out.append(new[name])
+            pos = j
+        out.extend(lines[pos:])
+        if args.update and rel in rewritten:
+            path = os.path.join(args.root, rel)
+            with open(path + ".tmp", "w") as f:
+                f.write("".join(out))
+            os.replace(path + ".tmp", path)
+            print(f"{rel}: regenerated the blocks that drifted")
     problems = help_examples(args)
     for p in problems:
         print(p)
     if args.update:
-        if drift:
-            tmp = readme_path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write("".join(out))
-            os.replace(tmp, readme_path)
-            print(f"README.md: regenerated {', '.join(drift)}")
         return 1 if problems else 0
     if drift:
-        print(f"README.md: blocks that differ from the program: {', '.join(drift)}; "
+        print(f"README.md, doc/*.md: blocks that differ from the program: {', '.join(drift)}; "
               "run tests/readme-blocks.py --update")
     return 1 if drift or problems else 0
 

@@ -463,9 +463,27 @@ static void newuser__summary_routed_time_within_step(void **state)
 	cli_result_free(&r);
 }
 
+/* A heading that starts "# NAME" (any level) in the text, or NULL. */
+static const char *find_heading(const char *text, const char *name, size_t len)
+{
+	char heading[200];
+	snprintf(heading, sizeof(heading), "# %.*s", (int)len, name);
+	for (const char *at = strstr(text, heading); at; at = strstr(at + 1, heading)) {
+		const char *line = at;
+		while (line > text && line[-1] == '#') {
+			line--;
+		}
+		if (line == text || line[-1] == '\n') {
+			return at;
+		}
+	}
+	return NULL;
+}
+
 /* New-user report: `moeplan help step` pointed to "README, 'Step model'"
- * but the section is "Serving step". Every README section that a help
- * text names must be a heading of README.md. */
+ * but the section is "Serving step". Every section that a help text names
+ * must be a heading of the README ("README, 'X'") or of the manual's page
+ * ("moeplan-models(7), 'X'": a heading of doc/moeplan-models.7.md). */
 static void newuser__help_names_readme_sections(void **state)
 {
 	(void)state;
@@ -480,12 +498,28 @@ static void newuser__help_names_readme_sections(void **state)
 		for (const char *at = strstr(r.out, "README, '"); at; at = strstr(at + 1, "README, '")) {
 			const char *name = at + strlen("README, '");
 			size_t len = strcspn(name, "'");
-			char heading[160];
-			snprintf(heading, sizeof(heading), "## %.*s", (int)len, name);
-			if (!strstr(readme, heading)) {
+			if (!find_heading(readme, name, len)) {
 				fail_msg("moeplan %s --help names README '%.*s', not a heading", cmds[i],
 					 (int)len, name);
 			}
+			refs++;
+		}
+		for (const char *at = strstr(r.out, "moeplan-"); at; at = strstr(at + 1, "moeplan-")) {
+			char page[64], section;
+			int used = 0;
+			if (sscanf(at, "moeplan-%40[a-z](%c), '%n", page, &section, &used) != 2 || !used) {
+				continue;
+			}
+			const char *name = at + used;
+			size_t len = strcspn(name, "'");
+			char rel[128];
+			snprintf(rel, sizeof(rel), "doc/moeplan-%s.%c.md", page, section);
+			char *text = cli_slurp(src_path(rel));
+			if (!text || !find_heading(text, name, len)) {
+				fail_msg("moeplan %s --help names %s '%.*s', not a heading there", cmds[i], rel,
+					 (int)len, name);
+			}
+			free(text);
 			refs++;
 		}
 		cli_result_free(&r);

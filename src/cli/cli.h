@@ -209,6 +209,15 @@ int cmd_plan(int argc, char **argv);
 int cmd_place(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+/* `moeplan help [NAME]` (help.c): NAME NULL is moeplan(1), a command's
+ * name its page moeplan-NAME(1), a topic (formats, models, placement,
+ * library) its page. Runs `man -l` on the page of the build tree (when run
+ * from it) or of the install; without man, prints the page's markdown
+ * source and says so on stderr. Returns EXIT_USAGE for an unknown NAME
+ * (listing the names on stderr), EXIT_INPUT when no page is installed;
+ * does not return when man runs. */
+int cli_help(const char *name, const char *const *commands, size_t n_commands);
+
 extern const struct cli_command_help cmd_plan_help;
 extern const struct cli_command_help cmd_place_help;
 extern const struct cli_command_help cmd_check_help;

@@ -47,13 +47,13 @@ static const struct cli_opt place_options[] = {
 		"                                 be zero); not needed for SGLang's own dumps (default: none)", CLI_COMPLETE_INPUT},
 	{"engine", OPT_ENGINE, "NAME", "minimise the busiest GPU under this engine's dispatch: even (each replica\n"
 		"                                 1/r, DeepSeek's EPLB), sglang (SGLang's nearest-replica rule: own GPU,\n"
-		"                                 then the node's first replica, then a fair choice; nodes from\n"
-		"                                 --gpus-per-node) or vllm (1/r in expectation) (default: even)",
+		"                                 then the node's first replica, then a fair choice; nodes\n"
+		"                                 from --gpus-per-node) or vllm (1/r in expectation) (default: even)",
 		"even sglang vllm"},
 	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: the SGLang "
 		"--ep-dispatch-algorithm the plan assumes,\n"
-		"                                 static, dynamic or fake (default static, SGLang's choice with\n"
-		"                                 --init-expert-location)", "static dynamic fake"},
+		"                                 static, dynamic or fake (default static, SGLang's choice\n"
+		"                                 with --init-expert-location)", "static dynamic fake"},
 	CLI_OPT_HELP,
 	{0},
 };

@@ -81,7 +81,7 @@ const struct cli_command_help cmd_step_help = {
 		"step time under the overlap, TPOT and tokens/s per GPU and per user (decode) or TTFT\n"
 		"and input tokens/s per GPU (prefill), the HBM left and the largest batch that fits.\n"
 		"Efficiency factors come from the hardware file's `efficiency:` or their defaults\n"
-		"(README, 'Serving step'). With --measured-step, one factor is solved from the\n"
+		"(moeplan-models(7), 'Serving step'). With --measured-step, one factor is solved from the\n"
 		"measurement and --predict-ep widths are predicted with it.",
 	.options = step_options,
 	.examples =

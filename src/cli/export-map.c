@@ -17,7 +17,7 @@ bool cli_parse_export(const char *cmd, const char *text)
 	if (strcasecmp(text, "vllm") == 0) {
 		cli_usage(cmd, "--export vllm was removed: vLLM loads no expert placement from a file "
 			  "(vllm/distributed/eplb/ starts from the identity layout and rebalances by "
-			  "itself; README \"Engines\"); expected 'sglang'");
+			  "itself; moeplan-formats(5), \"Engines\"); expected 'sglang'");
 	} else {
 		cli_usage(cmd, "--export '%s': expected 'sglang'", text);
 	}
@@ -141,7 +141,7 @@ int cli_export_map(const struct mp_placement *placement, const struct cli_layers
 		cli_error("cannot export the SGLang map: it needs one row per hidden layer, and the %u "
 			  "placed rows do not say which model layers they are (give loads whose rows name "
 			  "their layers: a '# layers:' line or a layer column in the CSV, or SGLang's own "
-			  "dump; README \"Layer identity\")", placement->n_layers);
+			  "dump; moeplan-formats(5), \"Layer identity\")", placement->n_layers);
 		return EXIT_INPUT;
 	}
 	uint32_t *map = NULL;

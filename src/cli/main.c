@@ -36,7 +36,7 @@ static void print_main_help(FILE *out)
 {
 	fprintf(out,
 		"Usage: moeplan COMMAND [options]\n"
-		"       moeplan help COMMAND\n"
+		"       moeplan help [COMMAND | TOPIC]\n"
 		"       moeplan --version\n\n"
 		"Plans expert parallelism (EP) for serving mixture-of-experts models: how wide\n"
 		"EP should be for prefill and decode, whether a batch fits in HBM, and where\n"
@@ -46,7 +46,9 @@ static void print_main_help(FILE *out)
 	for (size_t i = 0; i < n_commands; i++) {
 		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	}
-	fprintf(out, "\nRun 'moeplan help COMMAND' or 'moeplan COMMAND --help' for its options.\n"
+	fprintf(out, "\nRun 'moeplan COMMAND --help' for its options, 'moeplan help COMMAND' for its\n"
+		     "manual page; 'moeplan help' for moeplan(1), 'moeplan help TOPIC' for formats,\n"
+		     "models, placement or library.\n"
 		     "Exit status: 0 success, 1 bad input or does not fit, 2 usage error,\n"
 		     "3 solver limit reached with no feasible plan.\n");
 }
@@ -105,17 +107,25 @@ int main(int argc, char **argv)
 		return fflush(stdout) == 0 ? EXIT_OK : EXIT_INPUT;
 	}
 	if (strcmp(name, "help") == 0) {
-		if (argc < 3) {
-			print_main_help(stdout);
-			return EXIT_OK;
+		/* One name at most; --quiet and -q, which every command takes,
+		 * change nothing here. */
+		const char *page = NULL;
+		for (int i = 2; i < argc; i++) {
+			if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
+				continue;
+			}
+			if (page) {
+				fprintf(stderr, "moeplan help: error: one name at most, got '%s' after '%s'\n"
+					"Try 'moeplan --help'.\n", argv[i], page);
+				return EXIT_USAGE;
+			}
+			page = argv[i];
 		}
-		const struct command *cmd = find_command(argv[2]);
-		if (!cmd) {
-			fprintf(stderr, "moeplan: error: unknown command '%s'\nTry 'moeplan --help'.\n", argv[2]);
-			return EXIT_USAGE;
+		const char *names[sizeof(commands) / sizeof(commands[0])];
+		for (size_t i = 0; i < n_commands; i++) {
+			names[i] = commands[i].name;
 		}
-		cli_print_help(cmd->help, stdout);
-		return EXIT_OK;
+		return cli_help(page, names, n_commands);
 	}
 	const struct command *cmd = find_command(name);
 	if (!cmd) {

@@ -133,7 +133,7 @@ int cli_rows_dense_zero(const char *model_path, const char *loads_path, const st
 		}
 		if (sum > 0.0 && !is_moe_layer(&model, loads->layer_ids[r])) {
 			rc = mp_diags_add(diags, loads_path, 0, 0, MP_EINVAL,
-					  "layer %u is a dense layer of %s (README \"Layer identity\": a "
+					  "layer %u is a dense layer of %s (moeplan-formats(5), \"Layer identity\": a "
 					  "dense layer's row must be all zero), but its loads add up to %g",
 					  loads->layer_ids[r], model_path, sum);
 		}

@@ -213,7 +213,7 @@ static const char completion_body[] =
 	"    fi\n"
 	"    local cmd=${words[1]}\n"
 	"    if [[ $cmd == help ]]; then\n"
-	"        ((cword == 2)) && COMPREPLY=($(compgen -W \"$_moeplan_commands\" -- \"$cur\"))\n"
+	"        ((cword == 2)) && COMPREPLY=($(compgen -W \"$_moeplan_commands $_moeplan_topics\" -- \"$cur\"))\n"
 	"        return\n"
 	"    fi\n"
 	"\n"
@@ -268,7 +268,9 @@ void cli_write_completion(const struct cli_command_help *const *cmds, size_t n, 
 	for (size_t i = 0; i < n; i++) {
 		fprintf(out, "%s%s", i ? " " : "", cmds[i]->name);
 	}
-	fprintf(out, "\"\n\n# _moeplan_options CMD: the long options of CMD.\n"
+	/* The topics of `moeplan help` beside the commands (help.c). */
+	fprintf(out, "\"\n_moeplan_topics=\"formats models placement library\"\n\n"
+		     "# _moeplan_options CMD: the long options of CMD.\n"
 		     "_moeplan_options()\n{\n    case $1 in\n");
 	for (size_t i = 0; i < n; i++) {
 		fprintf(out, "        %s) echo \"", cmds[i]->name);
