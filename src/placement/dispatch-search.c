@@ -361,19 +361,124 @@ static int ds_init(struct ds *s, const struct mp_dispatch *d, const double *w, u
 	return rc;
 }
 
+/* Where SGLang's static dispatch draws, a local optimum of the exact
+ * value is often one of the realisation only: the k-th best-scored move
+ * at the busiest GPU (k mod their number) is made anyway, and the search
+ * goes on from there (the best map seen is kept). */
+static int kick(struct ds *s, uint32_t k)
+{
+	struct move best[DS_KEEP];
+	uint32_t top = 0;
+	for (uint32_t g = 1; g < s->G; g++) {
+		top = s->gpu[g] > s->gpu[top] ? g : top;
+	}
+	uint32_t n = candidates(s, top, best);
+	if (n == 0) {
+		return 0;
+	}
+	apply(s, &best[k % n]);
+	int rc = exact(s, s->gpu);
+	memcpy(s->sl, s->sl_try, s->N * sizeof(*s->sl));
+	return rc;
+}
+
+/* The GPU of expert e's last-numbered replica on a node holding two or
+ * more while some node holds none, or UINT32_MAX. */
+static uint32_t crowded(const struct ds *s, uint32_t e)
+{
+	uint32_t lacking = 0, found = UINT32_MAX;
+	for (uint32_t n = 0; n < s->nodes; n++) {
+		uint32_t h = 0, last = 0;
+		for (uint32_t g = n * s->P; g < (n + 1) * s->P; g++) {
+			if (held_on(s, g, e)) {
+				h++;
+				last = g;
+			}
+		}
+		lacking += h == 0;
+		found = h >= 2 && found == UINT32_MAX ? last : found;
+	}
+	return lacking ? found : UINT32_MAX;
+}
+
+/* Before the search, over several nodes: replicas of one expert that
+ * share a node while another node has none are moved there, each by the
+ * best-scored swap with a single-replica expert of a node without one (on
+ * distinct nodes r replicas take w/r each in expectation under SGLang's
+ * rule; two on one node leave the node's first replica more). */
+static int spread(struct ds *s)
+{
+	for (uint32_t e = 0; e < s->E && s->nodes > 1; e++) {
+		for (uint32_t g2 = crowded(s, e); g2 != UINT32_MAX; g2 = crowded(s, e)) {
+			uint32_t a = g2 * s->S;
+			while (s->slot[a] != e) {
+				a++;
+			}
+			struct move best = {UINT32_MAX, 0, 0, 0, 0, 0};
+			for (uint32_t b = 0; b < s->N; b++) {
+				uint32_t n = b / s->S / s->P, x = s->slot[b];
+				bool lacks = true;
+				for (uint32_t g = n * s->P; g < (n + 1) * s->P; g++) {
+					lacks &= !held_on(s, g, e);
+				}
+				if (!lacks || s->cnt[x] != 1 || held_on(s, g2, x)) {
+					continue;
+				}
+				struct move m = {a, x, b, e, 0, 0};
+				score(s, &m);
+				if (best.a == UINT32_MAX || better(m.mx, m.sq, best.mx, best.sq)) {
+					best = m;
+				}
+			}
+			if (best.a == UINT32_MAX) {
+				break;
+			}
+			apply(s, &best);
+			int rc = exact(s, s->gpu);
+			if (rc != 0) {
+				return rc;
+			}
+			memcpy(s->sl, s->sl_try, s->N * sizeof(*s->sl));
+		}
+	}
+	return 0;
+}
+
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       double effort, struct mp_dispatch_streams *streams, struct mp_layer_placement *lp)
 {
 	struct ds s;
 	int rc = ds_init(&s, d, w, E, G, S, lp->slot_expert, streams);
+	if (rc == 0 && d->rule == MP_DISPATCH_SGLANG) {
+		rc = spread(&s);
+	}
 	uint64_t budget = (uint64_t)fmax(1.0, 400.0 * effort);
+	uint64_t kicks = s.draws ? (uint64_t)fmax(1.0, 10.0 * effort) : 0;
+	uint32_t *keep_slot = rc == 0 ? malloc((size_t)s.N * sizeof(*keep_slot)) : NULL;
+	rc = rc == 0 && !keep_slot ? MP_ENOMEM : rc;
+	double keep_mx = 0, keep_sq = 0;
 	bool moved = true;
 	uint64_t i = 0;
-	for (; rc == 0 && moved && i < budget; i++) {
-		rc = step(&s, &moved);
+	for (uint64_t k = 0; rc == 0; k++) {
+		for (; rc == 0 && moved && i < budget; i++) {
+			rc = step(&s, &moved);
+		}
+		double mx, sq;
+		objective(s.gpu, G, &mx, &sq);
+		if (rc == 0 && (k == 0 || better(mx, sq, keep_mx, keep_sq))) {
+			memcpy(keep_slot, s.slot, (size_t)s.N * sizeof(*s.slot));
+			keep_mx = mx;
+			keep_sq = sq;
+		}
+		if (rc != 0 || k >= kicks || i >= budget) {
+			break;
+		}
+		rc = kick(&s, (uint32_t)k);
+		moved = true;
 	}
 	if (rc == 0) {
-		memcpy(lp->slot_expert, s.slot, (size_t)s.N * sizeof(*s.slot));
+		memcpy(lp->slot_expert, keep_slot, (size_t)s.N * sizeof(*s.slot));
+		memcpy(s.slot, keep_slot, (size_t)s.N * sizeof(*s.slot));
 		rc = mp_dispatch_layer(d, streams, s.slot, E, G, S, w, NULL, lp->slot_load, lp->gpu_load);
 	}
 	if (rc == 0) {
@@ -396,6 +501,7 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 		lp->method = d->rule == MP_DISPATCH_SGLANG ? "sglang-dispatch local search (bound: the mean)"
 							   : "even split";
 	}
+	free(keep_slot);
 	ds_free(&s);
 	return rc;
 }
