@@ -928,9 +928,36 @@ static void newuser__replan_engine_map_against_named_rows(void **state)
 	unlink(out_plan);
 }
 
+/* Issue 26 item 5: the map plan --export writes is checked with the flag
+ * plan printed (--ep-size), a file that says its GPUs refuses another
+ * count naming both (exit 1), and without --loads a verdict line says what
+ * was checked. tests/data/maps/eplb-sglang.json: 2 rows of 16 slots, ids
+ * 0..11; on 8 GPUs 2 slots each, 16 - 12 = 4 redundant, and no GPU's pair
+ * repeats an expert (read off the file). Before: --ep-size was an unknown
+ * option (exit 2) and no verdict was printed. */
+static void newuser__check_ep_size_and_verdict(void **state)
+{
+	(void)state;
+	const char *map = src_path("tests/data/maps/eplb-sglang.json");
+	struct cli_result r = cli_run("check", map, "--ep-size", "8", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "eplb-sglang.json: valid: 2 layers, 12 experts on 8 GPUs (as given) x 2 "
+				      "slots (4 redundant), 0 duplicate replicas; give --loads LOADS"));
+	assert_non_null(strstr(r.out, "slots_per_gpu: 2"));
+	cli_result_free(&r);
+	r = cli_run("check", map, "--ep-size", "8", "--gpus", "8", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("check", src_path("tests/data/maps/eplb-plan.yaml"), "--ep-size", "4", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "the file says 8 GPUs, but 4 were asked for"));
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(newuser__check_ep_size_and_verdict),
 		cmocka_unit_test(newuser__default_redundancy_scales_with_experts),
 		cmocka_unit_test(newuser__mixtral_on_8xh100_fits),
 		cmocka_unit_test(newuser__no_fit_says_what_would_fit),
