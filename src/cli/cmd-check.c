@@ -173,10 +173,10 @@ static void warn_duplicates(const char *path, const struct mp_placement *map)
 					continue;
 				}
 				if (n++ < CHECK_MAX_WARNINGS && !cli_quiet) {
-					fprintf(stderr, "%s: warning: layer %u, GPU %u, slot %u: expert %u again "
-						"(also in slot %u): two replicas on one GPU, as the engines' "
+					fprintf(stderr, "%s: warning: layer %u, GPU %u, slot %u (physical %u): expert "
+						"%u again (also in slot %u): two replicas on one GPU, as the engines' "
 						"balancers may place them; scored as it stands\n", path, l, p / S,
-						p % S, m[p], q % S);
+						p % S, p, m[p], q % S);
 				}
 				break;
 			}
