@@ -18,7 +18,7 @@ static const struct cli_opt check_options[] = {
 		"map's structure only)", CLI_COMPLETE_FILE},
 	{"gpus", 'g', "N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list); "
 		"a file that says its GPUs must agree (default: the file's gpus)", NULL},
-	{"ep-size", OPT_EP_SIZE, "N", "the same as --gpus, as SGLang's --ep-size that plan --export prints", NULL},
+	{"ep-size", OPT_EP_SIZE, "N", "the same as --gpus, spelled as SGLang's --ep-size that plan --export prints (default: the file's gpus)", NULL},
 	{"experts", 'E', "E", "the model's routed experts: ids from E up are out of range and named first "
 		"(default: the file's n_experts, or its largest id + 1)", NULL},
 	{"model", 'm', "M", "model file: its routed experts, as --experts (default: none)", CLI_COMPLETE_INPUT},
