@@ -298,8 +298,9 @@ static void engines__check_scores_duplicates(void **state)
 	struct cli_result r = cli_run("check", src_path(DIR "map-eplb.pt"), "--gpus", "4", "--loads",
 				      src_path(DIR "stat-dump.pt"), "-t", "1", NULL);
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err, "warning: layer 1, GPU 0, slot 1: expert 0 again (also in slot 0)"));
-	assert_non_null(strstr(r.err, "warning: layer 3, GPU 3, slot 1: expert 2 again (also in slot 0)"));
+	assert_non_null(strstr(r.err, "warning: layer 1, GPU 0, slot 1 (physical 1): expert 0 again "
+				      "(also in slot 0)"));
+	assert_non_null(strstr(r.err, "warning: layer 3, GPU 3, slot 1 (physical 16): expert 2 again (also in slot 0)"));
 	assert_non_null(strstr(r.out, "duplicates: 1"));
 	cli_result_free(&r);
 	r = cli_run("simulate", "--plan", src_path(DIR "map-eplb.pt"), "--ep", "4", "--loads",

@@ -172,6 +172,13 @@ static void export__cli_plan_trace(void **state)
 				      "--init-expert-location"));
 	assert_non_null(strstr(r.err, "--ep-dispatch-algorithm static"));
 	cli_result_free(&r);
+	/* issue 26 item 9: the plan's notes name the map's file, not MAP.json */
+	char *doc = cli_slurp(plan);
+	char want[512];
+	snprintf(want, sizeof(want), "--init-expert-location %s --ep-dispatch-algorithm static", map);
+	assert_non_null(strstr(doc, want));
+	assert_null(strstr(doc, "MAP.json"));
+	free(doc);
 	char *text = cli_slurp(map);
 	struct sglang_map m = {0};
 	const char *why = sglang_accepts(map, text, 16, 64, 8, 8, &m);

@@ -180,6 +180,15 @@ static void fresh__replan_lists_moves_when_the_output_is_the_map(void **state)
 		moves++;
 	}
 	assert_int_equal(moves, 70);
+	/* issue 26 item 9: a slot is numbered on its GPU, as check does, with
+	 * the physical index beside: physical = GPU x 3 + slot (3 per GPU) */
+	for (const char *p = r.out; (p = strstr(p, "\n  layer ")) != NULL; p++) {
+		unsigned layer, gpu, slot, phys;
+		assert_int_equal(sscanf(p, "\n  layer %u: GPU %u slot %u (physical %u)", &layer, &gpu, &slot,
+					&phys), 4);
+		assert_true(slot < 3);
+		assert_int_equal(phys, gpu * 3 + slot);
+	}
 	cli_result_free(&r);
 	unlink(map);
 	unlink(loads);

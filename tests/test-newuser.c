@@ -1016,9 +1016,82 @@ static void newuser__dsv3_h100_no_fit_names_the_field(void **state)
 	}
 }
 
+/* Issue 26 item 5: the map plan --export writes is checked with the flag
+ * plan printed (--ep-size), a file that says its GPUs refuses another
+ * count naming both (exit 1), and without --loads a verdict line says what
+ * was checked. tests/data/maps/eplb-sglang.json: 2 rows of 16 slots, ids
+ * 0..11; on 8 GPUs 2 slots each, 16 - 12 = 4 redundant, and no GPU's pair
+ * repeats an expert (read off the file). Before: --ep-size was an unknown
+ * option (exit 2) and no verdict was printed. */
+static void newuser__check_ep_size_and_verdict(void **state)
+{
+	(void)state;
+	const char *map = src_path("tests/data/maps/eplb-sglang.json");
+	struct cli_result r = cli_run("check", map, "--ep-size", "8", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "eplb-sglang.json: valid: 2 layers, 12 experts on 8 GPUs (as given) x 2 "
+				      "slots (4 redundant), 0 duplicate replicas; give --loads LOADS"));
+	assert_non_null(strstr(r.out, "slots_per_gpu: 2"));
+	cli_result_free(&r);
+	r = cli_run("check", map, "--ep-size", "8", "--gpus", "8", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	r = cli_run("check", src_path("tests/data/maps/eplb-plan.yaml"), "--ep-size", "4", NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "the file says 8 GPUs, but 4 were asked for"));
+	cli_result_free(&r);
+}
+
+/* Issue 26 item 6: the heatmap's rows are the model's layers as the loads
+ * name them (olmoe_github.csv: "# layers: 0, 7, 15"), not 0, 1, 2; both
+ * maps on one colour scale (the bars' data-max equal). */
+static void newuser__heatmap_layer_ids_one_scale(void **state)
+{
+	(void)state;
+	char p[64], svg[64];
+	snprintf(p, sizeof(p), "/tmp/moeplan-hm-%ld.yaml", (long)getpid());
+	snprintf(svg, sizeof(svg), "/tmp/moeplan-hm-%ld.svg", (long)getpid());
+	struct cli_result r = cli_run("place", src_path("plans/traces/olmoe_c4.csv"), "--gpus", "8", "--slots",
+				      "72", "-o", p, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", p, "--loads", src_path("plans/traces/olmoe_github.csv"), "--svg", svg, "-q", NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *doc = cli_slurp(svg);
+	assert_non_null(doc);
+	const char *want[] = {">0</text>", ">7</text>", ">15</text>"};
+	const char *at = doc;
+	for (size_t i = 0; i < 3; i++) {
+		at = strstr(at, "class=\"row-label\"");
+		assert_non_null(at);
+		const char *end = strstr(at, "</text>");
+		assert_non_null(end);
+		assert_true(strncmp(end - strlen(want[i]) + strlen("</text>"), want[i], strlen(want[i])) == 0);
+		at = end;
+	}
+	assert_null(strstr(at, "class=\"row-label\""));
+	const char *b1 = strstr(doc, "id=\"colorbar\"");
+	const char *b2 = strstr(doc, "id=\"colorbar-after\"");
+	assert_non_null(b1);
+	assert_non_null(b2);
+	const char *m1 = strstr(b1, "data-max=\"");
+	const char *m2 = strstr(b2, "data-max=\"");
+	assert_non_null(m1);
+	assert_non_null(m2);
+	size_t n1 = strcspn(m1 + 10, "\""), n2 = strcspn(m2 + 10, "\"");
+	assert_int_equal(n1, n2);
+	assert_int_equal(strncmp(m1 + 10, m2 + 10, n1), 0);
+	free(doc);
+	unlink(p);
+	unlink(svg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(newuser__heatmap_layer_ids_one_scale),
+		cmocka_unit_test(newuser__check_ep_size_and_verdict),
 		cmocka_unit_test(newuser__default_redundancy_scales_with_experts),
 		cmocka_unit_test(newuser__mixtral_on_8xh100_fits),
 		cmocka_unit_test(newuser__no_fit_says_what_would_fit),

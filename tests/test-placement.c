@@ -916,7 +916,8 @@ static void placement__cli_check_catches_broken_maps(void **state)
 	struct cli_result r = cli_run("check", src_path("tests/data/placement/map-duplicate.json"), "--gpus", "8",
 				      NULL);
 	assert_int_equal(r.status, 0);
-	assert_non_null(strstr(r.err, "warning: layer 0, GPU 6, slot 1: expert 4 again (also in slot 0)"));
+	assert_non_null(strstr(r.err, "warning: layer 0, GPU 6, slot 1 (physical 13): expert 4 again "
+				      "(also in slot 0)"));
 	assert_non_null(strstr(r.out, "duplicates: 1"));
 	cli_result_free(&r);
 }

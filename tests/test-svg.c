@@ -816,20 +816,22 @@ static void svg__heatmap_factors_and_common_scale(void **state)
 	 * (row 0), mean (4 + 1) / 2 = 2.50. */
 	assert_true(content(element(doc, "summary-before"), buf, sizeof(buf)));
 	assert_string_equal(buf, "max/mean: worst 4.00 (layer 3), mean 2.50");
-	/* Each map on its own scale (issue 16 item 10: a balanced "after"
-	 * on the scale of a skewed "before" is one flat colour): before 0..4,
-	 * 4 the top of viridis and 0 the bottom; after 0..2, its 2 is its own
-	 * top, with its own colour bar. */
+	/* One scale across the maps (issue 26 item 6: on a scale of its own
+	 * a balanced "after" was painted in the hottest colours): 0..4 for
+	 * both, so 4 is the top of viridis (#fde725), 0 its bottom (#440154)
+	 * and the "after" map's 2 the middle, viridis(0.5) = #21918c
+	 * (matplotlib's _viridis_data); both colour bars run to 4. Before the
+	 * fix the "after" 2 was its own top, #fde725, its bar to 2. */
 	assert_true(cell_fill(doc, "heatmap-before", 0, buf, sizeof(buf)));
 	assert_string_equal(buf, "#fde725");
 	assert_true(cell_fill(doc, "heatmap-before", 1, buf, sizeof(buf)));
 	assert_string_equal(buf, "#440154");
 	assert_true(cell_fill(doc, "heatmap-after", 4, buf, sizeof(buf)));
-	assert_string_equal(buf, "#fde725");
+	assert_string_equal(buf, "#21918c");
 	assert_true(attr(element(doc, "colorbar"), "data-max", buf, sizeof(buf)));
 	assert_string_equal(buf, "4");
 	assert_true(attr(element(doc, "colorbar-after"), "data-max", buf, sizeof(buf)));
-	assert_string_equal(buf, "2");
+	assert_string_equal(buf, "4");
 	assert_true(attr(element(doc, "heatmap-after"), "data-rows", buf, sizeof(buf)));
 	assert_string_equal(buf, "3");
 	assert_int_equal(count(doc, " id=\"factor-"), 6);

@@ -100,6 +100,13 @@ MP_EXPORT int mp_plan_build(const struct mp_scenario *scenario, const struct mp_
  * failure. */
 MP_EXPORT struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenario *scenario);
 
+/** mp_plan_to_doc with the engine map's file named in the notes: SGLang's
+ * --init-expert-location names map_path (plan --export-output FILE; issue
+ * 26 item 9), or the placeholder MAP.json when map_path is NULL (as
+ * mp_plan_to_doc). Returns NULL on allocation failure. */
+MP_EXPORT struct mp_doc *mp_plan_to_doc_map(const struct mp_plan *plan, const struct mp_scenario *scenario,
+					    const char *map_path);
+
 #ifdef __cplusplus
 }
 #endif

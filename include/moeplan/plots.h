@@ -120,10 +120,10 @@ struct mp_plot_heatmap {
 /** Fill with zeros and NULLs. */
 void mp_plot_heatmap_init(struct mp_plot_heatmap *plot);
 
-/** Draw the maps side by side, each on its own colour scale from its
- * smallest to its largest load (spanning at least 5% of the largest; its
- * colour bar beside it: a balanced map would be
- * one flat colour on the scale of a skewed one), and print each row's busiest-GPU factor max/mean (mean
+/** Draw the maps side by side on one colour scale, from the smallest load
+ * of either map to the largest (spanning at least 5% of the largest; a
+ * colour bar beside each map, both the same), so that a colour means one
+ * load in both (issue 26 item 6), and print each row's busiest-GPU factor max/mean (mean
  * over the row's GPUs; "-" for an all-zero row) beside each map, with the
  * worst and the mean factor below it. Returns 0, MP_EINVAL (a shape of 0,
  * a negative or non-finite load, more than 4096 rows or columns), MP_ENOMEM

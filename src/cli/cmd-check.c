@@ -8,18 +8,22 @@
 #include "moeplan/loader.h"
 #include "moeplan/placement.h"
 
+#include <unistd.h>
+
 enum {
 	OPT_ENGINE = CLI_OPT_LONG,
 	OPT_EP_DISPATCH_ALGORITHM,
 	OPT_GPUS_PER_NODE,
+	OPT_EP_SIZE,
 };
 
 static const struct cli_opt check_options[] = {
 	{"loads", 'l', "LOADS", "loads [layers][experts] (CSV, YAML, SGLang logical_count): report each GPU's "
 		"load, balancedness and the distance from the lower bound (default: check the "
 		"map's structure only)", CLI_COMPLETE_FILE},
-	{"gpus", 'g', "N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list) "
-		"(default: the file's gpus)", NULL},
+	{"gpus", 'g', "N", "GPUs of a map that does not say (SGLang, vLLM, bare [layers][slots] list); "
+		"a file that says its GPUs must agree (default: the file's gpus)", NULL},
+	{"ep-size", OPT_EP_SIZE, "N", "the same as --gpus, spelled as SGLang's --ep-size that plan --export prints (default: the file's gpus)", NULL},
 	{"experts", 'E', "E", "the model's routed experts: ids from E up are out of range and named first "
 		"(default: the file's n_experts, or its largest id + 1)", NULL},
 	{"model", 'm', "M", "model file: its routed experts, as --experts (default: none)", CLI_COMPLETE_INPUT},
@@ -46,7 +50,7 @@ static const struct cli_opt check_options[] = {
 
 const struct cli_command_help cmd_check_help = {
 	.name = "check",
-	.synopsis = "moeplan check PLAN [--loads LOADS] [--gpus N] [--experts E | --model M]\n"
+	.synopsis = "moeplan check PLAN [--loads LOADS] [--gpus N | --ep-size N] [--experts E | --model M]\n"
 		    "                     [--phase decode|prefill]\n"
 		    "                     [-o FILE] [--format yaml|json]",
 	.description =
@@ -79,6 +83,7 @@ struct check_args {
 	uint32_t gpus;
 	uint32_t experts;
 	bool json;
+	bool format_given;
 	double time_limit_s;
 	struct cli_engine engine;
 };
@@ -95,6 +100,19 @@ static bool parse_engine_arg(int c, const char *arg, struct cli_engine *e)
 	return cli_parse_u32("check", "gpus-per-node", arg, 1, MP_MAX_GPUS, &e->d.gpus_per_node);
 }
 
+/* --gpus N or its synonym --ep-size N (issue 26 item 5: plan --export
+ * prints SGLang's flags, --ep-size among them); giving both is a usage
+ * error, as a repeated option is. */
+static bool parse_gpus(int c, const char *value, struct check_args *a)
+{
+	const char *name = c == 'g' ? "gpus" : "ep-size";
+	if (a->gpus) {
+		cli_usage("check", "--gpus and --ep-size name one count: give it once");
+		return false;
+	}
+	return cli_parse_u32("check", name, value, 1, MP_MAX_GPUS, &a->gpus);
+}
+
 static int parse_args(int argc, char **argv, struct check_args *a)
 {
 	struct cli_parser parser;
@@ -106,7 +124,8 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			a->loads = optarg;
 			break;
 		case 'g':
-			if (!cli_parse_u32("check", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
+		case OPT_EP_SIZE:
+			if (!parse_gpus(c, optarg, a)) {
 				return EXIT_USAGE;
 			}
 			break;
@@ -139,6 +158,7 @@ static int parse_args(int argc, char **argv, struct check_args *a)
 			if (!cli_parse_format("check", optarg, &a->json)) {
 				return EXIT_USAGE;
 			}
+			a->format_given = true;
 			break;
 		case OPT_ENGINE:
 		case OPT_EP_DISPATCH_ALGORITHM:
@@ -189,10 +209,10 @@ static void warn_duplicates(const char *path, const struct mp_placement *map)
 					continue;
 				}
 				if (n++ < CHECK_MAX_WARNINGS && !cli_quiet) {
-					fprintf(stderr, "%s: warning: layer %u, GPU %u, slot %u: expert %u again "
-						"(also in slot %u): two replicas on one GPU, as the engines' "
+					fprintf(stderr, "%s: warning: layer %u, GPU %u, slot %u (physical %u): expert "
+						"%u again (also in slot %u): two replicas on one GPU, as the engines' "
 						"balancers may place them; scored as it stands\n", path, l, p / S,
-						p % S, m[p], q % S);
+						p % S, p, m[p], q % S);
 				}
 				break;
 			}
@@ -434,6 +454,24 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 	return doc;
 }
 
+/* The one-line verdict of a check without --loads (issue 26 item 5):
+ * what was checked and that it holds, where the document is a list of
+ * replica counts per layer. */
+static void print_verdict(FILE *to, const char *path, const struct mp_placement *map, bool gpus_given)
+{
+	uint64_t dups = 0;
+	for (uint32_t l = 0; l < map->n_layers; l++) {
+		dups += mp_place_duplicates(map->layers[l].slot_expert, map->gpus, map->slots_per_gpu);
+	}
+	uint32_t slots = map->gpus * map->slots_per_gpu;
+	fprintf(to, "%s: valid: %u layer%s, %u experts on %u GPUs%s x %u slots (%u redundant), "
+		"%llu duplicate replica%s; give --loads LOADS to score its balance\n", path,
+		map->n_layers, cli_s(map->n_layers), map->n_experts, map->gpus,
+		gpus_given ? " (as given)" : "", map->slots_per_gpu,
+		slots > map->n_experts ? slots - map->n_experts : 0, (unsigned long long)dups,
+		cli_s((double)dups));
+}
+
 int cmd_check(int argc, char **argv)
 {
 	struct check_args a = { .time_limit_s = 10.0 };
@@ -576,6 +614,15 @@ int cmd_check(int argc, char **argv)
 	if (!doc || mp_doc_failed(doc)) {
 		cli_error("%s", mp_strerror(MP_ENOMEM));
 		goto out;
+	}
+	if (!a.loads && !cli_quiet) {
+		/* a person on a terminal reads the verdict, not the raw lists */
+		bool terminal = !a.format_given && !a.output && isatty(1);
+		print_verdict(terminal ? stdout : stderr, a.plan, &map, a.gpus > 0);
+		if (terminal) {
+			exit_code = EXIT_OK;
+			goto out;
+		}
 	}
 	exit_code = cli_emit(doc, a.output, a.json);
 out:

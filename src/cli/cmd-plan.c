@@ -265,7 +265,7 @@ int cmd_plan(int argc, char **argv)
 			goto out;
 		}
 	}
-	doc = mp_plan_to_doc(&plan, &scenario);
+	doc = mp_plan_to_doc_map(&plan, &scenario, export_output);
 	cli_report_time_limit("plan", (const struct mp_placement *const[]){&plan.prefill.placement,
 									 &plan.decode.placement},
 			      2, opts.place.time_limit_s > 0 ? opts.place.time_limit_s : scenario.time_limit_s,

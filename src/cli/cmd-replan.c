@@ -534,9 +534,12 @@ static void print_report(FILE *f, const struct replan_args *a, const struct mp_r
 	cli_si((double)r->expert_bytes, "B", b1, sizeof(b1));
 	for (size_t i = 0; i < r->n_moves; i++) {
 		const struct mp_replan_move *m = &r->moves[i];
-		fprintf(f, "  layer %u: GPU %u slot %u: expert %u -> %u (%s from GPU %u)\n",
-			row_layer(rows, m->layer), m->gpu, m->slot, m->old_expert, m->new_expert, b1,
-			m->source_gpu);
+		/* slots numbered on their GPU, as check and the map loader say
+		 * them, with the physical index (the output's `slot`) beside */
+		const uint32_t S = r->before.slots_per_gpu;
+		fprintf(f, "  layer %u: GPU %u slot %u (physical %u): expert %u -> %u (%s from GPU %u)\n",
+			row_layer(rows, m->layer), m->gpu, S ? m->slot % S : m->slot, m->slot, m->old_expert,
+			m->new_expert, b1, m->source_gpu);
 	}
 }
 

@@ -151,6 +151,9 @@ int cli_plot_heatmap(const struct cli_heatmap_spec *spec, struct cli_heatmap_sta
 	plot.after = va;
 	plot.before_label = before_label;
 	plot.after_label = spec->after_label;
+	/* rows named by the model's layer ids where the loads name them
+	 * (a trace's layers 0, 7, 15, not 0, 1, 2: issue 26 item 6) */
+	plot.layer_ids = loads->layer_ids && loads->n_layers == L ? loads->layer_ids : NULL;
 	rc = mp_plot_heatmap_save(&plot, spec->path);
 	if (rc) {
 		goto out;

@@ -516,29 +516,29 @@ static int heatmap(const struct mp_plot_heatmap *plot, FILE *out, const char *pa
 	}
 	assert(plot->before);
 	size_t cells = (size_t)plot->n_layers * plot->n_gpus;
-	/* Each map on its own colour scale (issue 16 item 10): on one scale
-	 * with a 5x "before", a balanced "after" is one flat colour and its
-	 * remaining imbalance cannot be seen. The max/mean column compares
-	 * the two. */
-	double vmax[2] = {0, 0}, vmin[2] = {HUGE_VAL, HUGE_VAL};
+	/* One colour scale across the maps (issue 26 item 6): on a scale of
+	 * its own, a balanced "after" (570-600 for a balanced Qwen3 plan) was
+	 * painted across the whole bar, in the "before" map's hottest
+	 * colours. The scale runs from the smallest load of either map to the
+	 * largest, spanning at least 5% of the largest, so that rounding
+	 * noise (98303.999 against 98304.001) is not painted as imbalance;
+	 * the max/mean column says each row's imbalance in numbers. */
+	double hi = 0, lo = HUGE_VAL;
 	for (int m = 0; m < 2; m++) {
 		const double *v = m == 0 ? plot->before : plot->after;
 		for (size_t i = 0; v && i < cells; i++) {
 			if (!isfinite(v[i]) || v[i] < 0) {
 				return MP_EINVAL;
 			}
-			vmax[m] = fmax(vmax[m], v[i]);
-			vmin[m] = fmin(vmin[m], v[i]);
-		}
-		/* from the map's smallest load to its largest, so that a
-		 * near-balanced map still shows where its load sits; the span
-		 * is at least 5% of the largest load, so that rounding noise
-		 * (98303.999 against 98304.001) is not painted as imbalance */
-		vmin[m] = fmax(0.0, fmin(vmin[m], vmax[m] * 0.95));
-		if (!(vmax[m] > 0)) {
-			vmax[m] = 1;
+			hi = fmax(hi, v[i]);
+			lo = fmin(lo, v[i]);
 		}
 	}
+	lo = fmax(0.0, fmin(lo, hi * 0.95));
+	if (!(hi > 0)) {
+		hi = 1;
+	}
+	const double vmax[2] = {hi, hi}, vmin[2] = {lo, lo};
 	const char *before_label = plot->before_label ? plot->before_label
 						      : "before: round-robin, one replica per expert";
 	const char *after_label = plot->after_label ? plot->after_label : "after placement";

@@ -498,6 +498,12 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 
 struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenario *sc)
 {
+	return mp_plan_to_doc_map(plan, sc, NULL);
+}
+
+struct mp_doc *mp_plan_to_doc_map(const struct mp_plan *plan, const struct mp_scenario *sc,
+				  const char *map_path)
+{
 	struct mp_doc *doc = mp_doc_map();
 	mp_doc_put_string(doc, "moeplan", "plan/v1");
 	mp_doc_put_string(doc, "scenario", sc->name ? sc->name : "");
@@ -520,10 +526,23 @@ struct mp_doc *mp_plan_to_doc(const struct mp_plan *plan, const struct mp_scenar
 	mp_doc_put(doc, "decode", phase_doc(&plan->decode, &sc->decode, plan->loads.layer_ids));
 	struct mp_doc *notes = mp_doc_list();
 	char buf[384];
-	snprintf(buf, sizeof(buf), "SGLang decode: --tp-size %u --ep-size %u --ep-num-redundant-experts %u "
-		 "--init-expert-location MAP.json --ep-dispatch-algorithm static (MAP.json from "
-		 "--export sglang)", plan->decode.ep, plan->decode.ep, plan->decode.redundant);
-	mp_doc_put(notes, NULL, mp_doc_string(buf));
+	if (map_path) {
+		size_t size = 2 * strlen(map_path) + 256;
+		char *text = malloc(size);
+		if (text) {
+			snprintf(text, size, "SGLang decode: --tp-size %u --ep-size %u "
+				 "--ep-num-redundant-experts %u --init-expert-location %s "
+				 "--ep-dispatch-algorithm static (%s from --export sglang)", plan->decode.ep,
+				 plan->decode.ep, plan->decode.redundant, map_path, map_path);
+		}
+		mp_doc_put(notes, NULL, text ? mp_doc_string(text) : NULL);
+		free(text);
+	} else {
+		snprintf(buf, sizeof(buf), "SGLang decode: --tp-size %u --ep-size %u --ep-num-redundant-experts %u "
+			 "--init-expert-location MAP.json --ep-dispatch-algorithm static (MAP.json from "
+			 "--export sglang)", plan->decode.ep, plan->decode.ep, plan->decode.redundant);
+		mp_doc_put(notes, NULL, mp_doc_string(buf));
+	}
 	snprintf(buf, sizeof(buf), "vLLM decode: reads no placement from a file; "
 		 "--enable-expert-parallel --enable-eplb --eplb-config '{\"num_redundant_experts\": %u}' "
 		 "on %u GPUs lets it balance the same slots by itself",

@@ -119,6 +119,11 @@ struct mp_doc *mp_replan_to_doc(const struct mp_replan *r, const struct mp_repla
 			struct mp_doc *md = mp_doc_map();
 			mp_doc_put_int(md, "gpu", m->gpu);
 			mp_doc_put_int(md, "slot", m->slot);
+			/* `slot` is the physical index (0 .. N-1); the slot on its
+			 * GPU, as check numbers slots (issue 26 item 9) */
+			if (r->before.slots_per_gpu) {
+				mp_doc_put_int(md, "slot_on_gpu", m->slot % r->before.slots_per_gpu);
+			}
 			mp_doc_put_int(md, "old_expert", m->old_expert);
 			mp_doc_put_int(md, "new_expert", m->new_expert);
 			mp_doc_put_int(md, "bytes", (int64_t)r->expert_bytes);
