@@ -274,6 +274,36 @@ double pl_cfg_close(const struct pl_prob *prob, const struct pl_sol *inc, double
 int pl_close_gap(const struct pl_prob *prob, struct pl_sol *best, double *lb, double effort,
 		 bool verbose, double deadline, struct pl_work *work, const char **method);
 
+/* --- few slots per GPU (few-slot.c; the top comment there gives the
+ * constructions and the bound's argument) --- */
+
+/* Constructions per layer of the few-slot search, times effort, divided by
+ * the number of experts (one construction costs O(N + E)). */
+#define PL_FS_WORK 3e5
+
+/* S = 2: LB2(r) = max_k (a_k + a_{N+1-k}) over the items of counts r sorted
+ * by size, a lower bound on every plan with counts r (and the optimum for
+ * r when the largest-with-smallest pairing holds no expert twice). 0 when
+ * S != 2 or memory ran out. */
+double pl_fs_pair_bound(const struct pl_prob *prob, const uint32_t *r);
+
+/* S = 2, 3, 4: the few-slot construction for counts r into sol (slots, r,
+ * loads, max), duplicates repaired; false when S is outside 2..4, memory
+ * ran out or a duplicate stayed. */
+bool pl_fs_pack(const struct pl_prob *prob, const uint32_t *r, struct pl_sol *sol);
+
+/* The few-slot search's budget (constructions) on this layer: 0 where it
+ * does not run (S != 2, or no redundant slot). */
+uint64_t pl_fs_budget(const struct pl_prob *prob, double effort);
+
+/* The search over replica counts with the few-slot constructions (see
+ * few-slot.c); best (a valid duplicate-free plan) is replaced through
+ * pl_x_accept when a better plan is found. Stops after budget
+ * constructions or at deadline (safety net, sets work->timed_out).
+ * Returns 0 or MP_ENOMEM. */
+int pl_fs_search(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work,
+		 uint64_t budget, double deadline);
+
 /* --- nodes (topology.c) --- */
 
 /* Solve one layer without node structure (place.c's per-layer driver):

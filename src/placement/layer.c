@@ -326,6 +326,20 @@ static int stage_heuristic(struct layer_search *ls)
 		return STAGE_DONE;
 	}
 	double effort = ls->opts->effort;
+	if (prob->N > PL_MIP_MAX_ITEMS) {
+		/* few slots per GPU (few-slot.c): the search over replica counts
+		 * with the pairing constructions; smaller layers have the exact
+		 * stages */
+		rc = pl_fs_search(prob, best, &ls->work, pl_fs_budget(prob, effort), ls->deadline);
+		if (rc != 0) {
+			return rc;
+		}
+		if (best->max <= ls->lb + prob->tol) {
+			ls->status = MP_PLACE_OPTIMAL;
+			ls->method = M_BOUND;
+			return STAGE_DONE;
+		}
+	}
 	rc = pl_ils(prob, best, &ls->work, ls->lb, ils_budget(prob, PL_ILS_OPS, effort),
 		    ls->deadline);
 	if (rc == 0 && gap_of(ls) > PL_ILS_GAP) {

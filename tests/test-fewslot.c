@@ -1,0 +1,327 @@
+/* The few-slot path (src/placement/few-slot.c, issue 25) against an
+ * independent exhaustive enumeration written here.
+ *
+ * Fixed replica counts: every assignment of the N = G S items to G GPUs of
+ * S slots (GPUs taken in order of their first item, so each partition is
+ * listed once), with and without the rule that no GPU holds one expert
+ * twice; the loads are integers divisible by their counts, so every item
+ * and every sum is an exact integer in a double. Checked:
+ *  - S = 2: LB2(r) (pl_fs_pair_bound) equals the enumerated optimum
+ *    without the duplicate rule (the exchange argument in few-slot.c), so
+ *    it is at most the optimum with it;
+ *  - S = 2 and 3: the construction (pl_fs_pack) is a valid duplicate-free
+ *    plan, never below the optimum, and equal to it on the hand cases
+ *    (zeros, ties, one dominant expert) whose optimum is worked out below;
+ *  - the search over replica counts (pl_fs_search) never returns a plan
+ *    below the optimum over every count vector (enumerated here) and never
+ *    worsens the plan it starts from.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement/exact.h"
+#include "placement/internal.h"
+
+#define MAXN 12
+#define MAXE 8
+
+/* --- the reference: exhaustive partitions of the items --- */
+
+struct enumr {
+	uint32_t n, S;
+	uint32_t ex[MAXN];   /* expert of each item */
+	double sz[MAXN];     /* its size */
+	bool used[MAXN];
+	bool dup_rule;
+	double best;
+};
+
+/* The items of the GPU being filled (passed by value: every call has its own). */
+struct cur {
+	uint32_t it[4];
+};
+
+/* Fill GPUs one at a time: the first unused item opens a GPU, which then
+ * takes S - 1 more unused items in increasing index. */
+static void fill(struct enumr *x, uint32_t left, double mx, struct cur gpu, uint32_t k, double load)
+{
+	uint32_t S = x->S;
+	if (k == S) {
+		double m = load > mx ? load : mx;
+		if (m >= x->best) {
+			return;
+		}
+		if (left == 0) {
+			x->best = m;
+			return;
+		}
+		uint32_t first = 0;
+		while (x->used[first]) {
+			first++;
+		}
+		x->used[first] = true;
+		gpu.it[0] = first;
+		fill(x, left - 1, m, gpu, 1, x->sz[first]);
+		x->used[first] = false;
+		return;
+	}
+	for (uint32_t i = gpu.it[k - 1] + 1; i < x->n; i++) {
+		if (x->used[i]) {
+			continue;
+		}
+		bool clash = false;
+		for (uint32_t j = 0; j < k && x->dup_rule; j++) {
+			clash = clash || x->ex[gpu.it[j]] == x->ex[i];
+		}
+		if (clash) {
+			continue;
+		}
+		x->used[i] = true;
+		gpu.it[k] = i;
+		fill(x, left - 1, mx, gpu, k + 1, load + x->sz[i]);
+		x->used[i] = false;
+	}
+}
+
+/* The optimum for counts r (INFINITY when none exists). */
+static double ref_fixed(const double *w, const uint32_t *r, uint32_t E, uint32_t S, bool dup_rule)
+{
+	struct enumr x = { .S = S, .dup_rule = dup_rule, .best = (double)INFINITY };
+	for (uint32_t e = 0; e < E; e++) {
+		for (uint32_t k = 0; k < r[e]; k++) {
+			x.ex[x.n] = e;
+			x.sz[x.n] = w[e] / r[e];
+			x.n++;
+		}
+	}
+	struct cur gpu = { { 0 } };
+	x.used[0] = true;
+	fill(&x, x.n - 1, 0, gpu, 1, x.sz[0]);
+	return x.best;
+}
+
+/* The optimum over every count vector (1 <= r_e <= G, sum N). */
+static double ref_all(const double *w, uint32_t E, uint32_t G, uint32_t S, uint32_t *r,
+		      uint32_t e, uint32_t left)
+{
+	if (e == E - 1) {
+		if (left < 1 || left > G) {
+			return (double)INFINITY;
+		}
+		r[e] = left;
+		return ref_fixed(w, r, E, S, true);
+	}
+	double best = (double)INFINITY;
+	for (uint32_t k = 1; k <= G && k + (E - 1 - e) <= left; k++) {
+		r[e] = k;
+		double v = ref_all(w, E, G, S, r, e + 1, left - k);
+		best = v < best ? v : best;
+	}
+	return best;
+}
+
+/* --- checks --- */
+
+static void check_fixed(const double *w, const uint32_t *r, uint32_t E, uint32_t G, uint32_t S,
+			double expect_opt)
+{
+	struct pl_prob prob;
+	pl_prob_init(&prob, w, E, G, S);
+	double opt = ref_fixed(w, r, E, S, true);
+	if (expect_opt > 0) {
+		assert_true(opt == expect_opt); /* the hand calculation agrees */
+	}
+	if (S == 2) {
+		double free_opt = ref_fixed(w, r, E, S, false);
+		assert_true(pl_fs_pair_bound(&prob, r) == free_opt);
+		assert_true(pl_fs_pair_bound(&prob, r) <= opt);
+	}
+	struct pl_sol sol;
+	assert_int_equal(pl_sol_alloc(&sol, &prob), 0);
+	if (pl_fs_pack(&prob, r, &sol)) {
+		assert_true(pl_sol_no_dup(&sol, &prob));
+		for (uint32_t e = 0; e < E; e++) {
+			assert_int_equal(sol.r[e], r[e]);
+		}
+		assert_true(sol.max >= opt);
+		if (expect_opt > 0) {
+			assert_true(sol.max == expect_opt);
+		}
+	} else {
+		assert_true(expect_opt <= 0);
+	}
+	pl_sol_free(&sol);
+}
+
+/* Hand cases; the optimum of each is argued in its comment. */
+static void hand_cases(void **state)
+{
+	(void)state;
+	/* S = 2, G = 3, no replica: items 6 5 4 3 2 1; largest with smallest
+	 * gives 7 7 7 = the mean: optimal. */
+	{
+		double w[] = { 6, 5, 4, 3, 2, 1 };
+		uint32_t r[] = { 1, 1, 1, 1, 1, 1 };
+		check_fixed(w, r, 6, 3, 2, 7);
+	}
+	/* zeros: 8 4 0 0 on 2 GPUs: {8, 0} {4, 0}: 8 (the largest item). */
+	{
+		double w[] = { 8, 4, 0, 0 };
+		uint32_t r[] = { 1, 1, 1, 1 };
+		check_fixed(w, r, 4, 2, 2, 8);
+	}
+	/* ties: four experts of 3 and one of 6 in two replicas (3 + 3), six
+	 * items of 3 on 3 GPUs: 6 everywhere (the mean). */
+	{
+		double w[] = { 3, 3, 3, 3, 6 };
+		uint32_t r[] = { 1, 1, 1, 1, 2 };
+		check_fixed(w, r, 5, 3, 2, 6);
+	}
+	/* one dominant expert: 12 in 3 replicas of 4, with 3, 2, 1 on 3 GPUs:
+	 * each GPU must hold one 4 (no GPU holds two), so the loads are 4 + 3,
+	 * 4 + 2, 4 + 1: 7. */
+	{
+		double w[] = { 12, 3, 2, 1 };
+		uint32_t r[] = { 3, 1, 1, 1 };
+		check_fixed(w, r, 4, 3, 2, 7);
+	}
+	/* the duplicate rule binds in the middle: items 5, 3 3 (one expert),
+	 * 1: largest with smallest pairs (5, 1) and (3, 3), which is refused;
+	 * the only valid pairing is (5, 3) (3, 1): 8, above LB2 = 6. */
+	{
+		double w[] = { 5, 6, 1 };
+		uint32_t r[] = { 1, 2, 1 };
+		check_fixed(w, r, 3, 2, 2, 8);
+	}
+	/* S = 3, G = 2: 6 5 4 | 3 2 1: first items 6 and 5, pairs (4, 1) and
+	 * (3, 2), both 5: 6 + 5 = 11 and 5 + 5 = 10; the mean is 10.5, so the
+	 * busiest GPU carries at least 11 (integers): optimal. */
+	{
+		double w[] = { 6, 5, 4, 3, 2, 1 };
+		uint32_t r[] = { 1, 1, 1, 1, 1, 1 };
+		check_fixed(w, r, 6, 2, 3, 11);
+	}
+	/* S = 3 with zeros and a dominant expert: 9 in 3 replicas of 3 on 3
+	 * GPUs, with 0 0 0 1 1 1: every GPU holds one 3; the mean is 4, and
+	 * {3, 1, 0} everywhere reaches it. */
+	{
+		double w[] = { 9, 0, 0, 0, 1, 1, 1 };
+		uint32_t r[] = { 3, 1, 1, 1, 1, 1, 1 };
+		check_fixed(w, r, 7, 3, 3, 4);
+	}
+}
+
+static uint64_t lcg(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 33;
+}
+
+/* Seeded small layers: loads multiples of 12 (so any count up to 4 divides
+ * them), with zeros, ties and one dominant expert; counts drawn at random. */
+static void random_fixed(void **state)
+{
+	(void)state;
+	uint64_t seed = 25;
+	for (int t = 0; t < 300; t++) {
+		uint32_t S = 2 + (uint32_t)(lcg(&seed) % 2);
+		uint32_t G = S == 2 ? 2 + (uint32_t)(lcg(&seed) % 4) : 2 + (uint32_t)(lcg(&seed) % 3);
+		uint32_t N = G * S;
+		uint32_t E = 2 + (uint32_t)(lcg(&seed) % (N - 1));
+		if (E > MAXE) {
+			E = MAXE;
+		}
+		double w[MAXE];
+		uint32_t r[MAXE];
+		for (uint32_t e = 0; e < E; e++) {
+			uint64_t k = lcg(&seed) % 6;
+			w[e] = 12.0 * (double)(k == 0 ? 0 : k == 1 ? 5 : lcg(&seed) % 8);
+			r[e] = 1;
+		}
+		if (t % 3 == 0) {
+			w[0] = 12.0 * 40; /* dominant */
+		}
+		/* hand out the N - E extra replicas, at most G per expert */
+		for (uint32_t x = E; x < N;) {
+			uint32_t e = (uint32_t)(lcg(&seed) % E);
+			if (r[e] < G && r[e] < 4) {
+				r[e]++;
+				x++;
+			} else if (t % 3 == 0 && r[0] < G && r[0] < 4) {
+				r[0]++;
+				x++;
+			} else {
+				bool any = false;
+				for (uint32_t f = 0; f < E; f++) {
+					any = any || (r[f] < G && r[f] < 4);
+				}
+				if (!any) {
+					break;
+				}
+			}
+		}
+		uint32_t sum = 0;
+		for (uint32_t e = 0; e < E; e++) {
+			sum += r[e];
+		}
+		if (sum != N) {
+			continue;
+		}
+		check_fixed(w, r, E, G, S, 0);
+	}
+}
+
+/* The search over counts from a valid plan (the library's own heuristic):
+ * never below the optimum over all counts, never worse than its start. */
+static void search_small(void **state)
+{
+	(void)state;
+	uint64_t seed = 2025;
+	for (int t = 0; t < 60; t++) {
+		uint32_t S = 2 + (uint32_t)(lcg(&seed) % 2);
+		uint32_t G = S == 2 ? 3 + (uint32_t)(lcg(&seed) % 3) : 2 + (uint32_t)(lcg(&seed) % 2);
+		uint32_t N = G * S;
+		uint32_t E = N - 1 - (uint32_t)(lcg(&seed) % 3);
+		if (E > MAXE) {
+			E = MAXE;
+		}
+		double w[MAXE];
+		for (uint32_t e = 0; e < E; e++) {
+			w[e] = 12.0 * (double)(lcg(&seed) % 10);
+		}
+		w[0] = t % 2 ? 12.0 * 30 : w[0];
+		struct pl_prob prob;
+		pl_prob_init(&prob, w, E, G, S);
+		struct pl_work work;
+		struct pl_sol best;
+		assert_int_equal(pl_work_alloc(&work, &prob), 0);
+		assert_int_equal(pl_sol_alloc(&best, &prob), 0);
+		assert_int_equal(pl_heuristic(&prob, &best, &work, (double)INFINITY), 0);
+		double start = best.max;
+		assert_int_equal(pl_fs_search(&prob, &best, &work, 2000, (double)INFINITY), 0);
+		uint32_t r[MAXE];
+		double opt = ref_all(w, E, G, S, r, 0, N);
+		assert_true(pl_sol_no_dup(&best, &prob));
+		assert_true(best.max <= start);
+		assert_true(best.max >= opt * (1 - 1e-12));
+		pl_sol_free(&best);
+		pl_work_free(&work);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(hand_cases),
+		cmocka_unit_test(random_fixed),
+		cmocka_unit_test(search_small),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
