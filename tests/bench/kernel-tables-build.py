@@ -96,7 +96,7 @@ def main():
         pk = PEAKS[gpu]
         path = os.path.join(out, gpu + '.csv')
         with open(path, 'w') as f:
-            f.write('# moeplan kernel table (format: doc/pending/issue-23.md): %s\n' % pk[3])
+            f.write('# moeplan kernel table (format: moeplan-formats(5), Kernel tables): %s\n' % pk[3])
             f.write('# gpu: %s\n' % gpu)
             f.write('# peaks the roofline uses (%s): fp8 %.4g FLOP/s, bf16 %.4g FLOP/s, hbm %.4g B/s\n' % (pk[4], pk[0], pk[1], pk[2]))
             f.write('# efficiency = roofline_us / measured_us; built by tests/bench/kernel-tables-build.py\n')

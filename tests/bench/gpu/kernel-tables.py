@@ -143,7 +143,7 @@ def main():
             rows.append(('mla_decode', b, '', '', '', '', c, us, roof, 'torch_bf16_mla'))
             del ws, xs, q, kv
     out = sys.stdout
-    out.write('# moeplan kernel table (format: doc/pending/issue-23.md): %s, measured with PyTorch %s\n' % (name, torch.__version__))
+    out.write('# moeplan kernel table (format: moeplan-formats(5), Kernel tables): %s, measured with PyTorch %s\n' % (name, torch.__version__))
     out.write('# gpu: %s\n' % args.gpu)
     out.write('# peaks the roofline uses: fp8 %.4g FLOP/s, bf16 %.4g FLOP/s, hbm %.4g B/s\n' % pk_fp8)
     out.write('# efficiency = roofline_us / measured_us; built by tests/bench/gpu/kernel-tables.py\n')
