@@ -18,11 +18,14 @@ enum {
 	OPT_REPORT,
 	OPT_EXPORT,
 	OPT_EXPORT_OUTPUT,
+	OPT_ENGINE,
+	OPT_EP_DISPATCH_ALGORITHM,
 };
 
 static const struct cli_opt plan_options[] = {
 	{"output", 'o', "FILE", "write the plan to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "yaml, json or text, the summary (default: text on a terminal with no -o, else yaml)", "text yaml json"},
+	{"format", 'f', "FMT", "yaml, json or text, the summary (default: text on a terminal with no -o,\n"
+		"                                 json for -o NAME.json, else yaml)", "text yaml json"},
 	{"time-limit", 't', "SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)", NULL},
 	{"threads", 'j', "N", "solver threads over layers (default: number of CPUs; results do not depend on it)", NULL},
 	CLI_OPT_VERBOSE,
@@ -34,6 +37,13 @@ static const struct cli_opt plan_options[] = {
 		"                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
 		"                                 the name must end in .json (default: none)", "sglang"},
 	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)", CLI_COMPLETE_FILE},
+	{"engine", OPT_ENGINE, "NAME", "place every phase for this engine's dispatch: even (each replica 1/r,\n"
+		"                                 DeepSeek's EPLB), sglang (SGLang's nearest-replica rule; nodes from\n"
+		"                                 the hardware's gpus_per_node) or vllm (1/r in expectation)\n"
+		"                                 (default: even)", "even sglang vllm"},
+	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: the SGLang "
+		"--ep-dispatch-algorithm the plan assumes,\n"
+		"                                 static, dynamic or fake (default static)", "static dynamic fake"},
 	CLI_OPT_HELP,
 	{0},
 };
@@ -104,6 +114,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	bool json = false;
 	bool text = false;
 	bool format_given = false;
+	struct cli_engine engine = {0};
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
 	opts.place.time_limit_s = 0; /* 0 = take the scenario's */
@@ -151,6 +162,16 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_EXPORT_OUTPUT:
 			export_output = optarg;
 			break;
+		case OPT_ENGINE:
+			if (!cli_engine_parse("plan", optarg, &engine)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_EP_DISPATCH_ALGORITHM:
+			if (!cli_engine_parse_algorithm("plan", optarg, &engine)) {
+				return EXIT_USAGE;
+			}
+			break;
 		default: /* every id of the table has its case above */
 			break;
 		}
@@ -158,6 +179,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (c != CLI_PARSE_END) {
 		return cli_parser_status(c);
 	}
+	if (engine.have_algorithm && engine.d.rule != MP_DISPATCH_SGLANG) {
+		return cli_usage("plan", "--ep-dispatch-algorithm is SGLang's: it needs --engine sglang");
+	}
+	opts.place.dispatch = engine.d; /* its gpus_per_node: the hardware's, per phase */
 	if (argc - optind > 1) {
 		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);
 	}
@@ -173,6 +198,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	}
 	if (export_format && !cli_export_name_ok("plan", export_output ? export_output : output)) {
 		return EXIT_USAGE;
+	}
+	/* -o NAME.json without --format writes JSON (issue 24 item 5) */
+	if (!format_given && cli_output_wants_json(output)) {
+		json = true;
 	}
 	*a = (struct plan_args){
 		.path = path, .output = output, .svg = svg, .report = report,
