@@ -1,6 +1,7 @@
 /* moeplan plan: scenario in, deployment plan out. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -211,6 +212,41 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	return -1;
 }
 
+/* The whole SGLang launch line of --export (issue 24 item 4), from what
+ * the plan knows of its decode phase: the nodes (the placement's
+ * gpus_per_node), the dispatch algorithm it placed for, MTP (the model's
+ * drafter with tokens_per_request - 1 drafted tokens per step: SGLang's
+ * EAGLE speculative flags) and the memory fraction. SGLang sizes its KV
+ * pool as the memory free after loading the weights minus total x (1 -
+ * mem_fraction_static) (python/sglang/srt/model_executor/
+ * model_runner_kv_cache_mixin.py `profile_max_num_token`; model_runner.py
+ * in older versions), so the fraction that holds the plan's weights and KV
+ * cache is (weights + KV) / HBM; the dispatch buffers, workspace and
+ * reserve of the plan's HBM audit are left to the rest. Only a plan that
+ * fits gives one. */
+static void plan_set_launch(const struct mp_plan *plan, const struct mp_scenario *sc)
+{
+	const struct mp_phase_plan *d = &plan->decode;
+	struct mp_export_launch l;
+	mp_export_launch_init(&l, &d->placement);
+	l.gpus_per_node = d->placement.gpus_per_node;
+	if (d->dispatch.rule == MP_DISPATCH_SGLANG) {
+		l.ep_dispatch_algorithm = mp_dispatch_algorithm_name(d->dispatch.algorithm);
+		if (d->dispatch.gpus_per_node) {
+			l.gpus_per_node = d->dispatch.gpus_per_node;
+		}
+	}
+	double drafted = sc->decode.tokens_per_request - 1.0;
+	if (sc->model.drafter.moe_stages > 0 && drafted >= 0.5) {
+		l.mtp_steps = (uint32_t)lround(drafted);
+	}
+	if (d->hbm.fits && d->hbm.capacity_bytes > 0) {
+		l.mem_fraction_static = (double)(d->hbm.weights_bytes + d->hbm.kv_bytes) /
+					(double)d->hbm.capacity_bytes;
+	}
+	cli_export_set_launch(&l);
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	struct plan_args a = {0};
@@ -300,6 +336,7 @@ int cmd_plan(int argc, char **argv)
 			      2, opts.place.time_limit_s > 0 ? opts.place.time_limit_s : scenario.time_limit_s,
 			      doc);
 	if (export_format) {
+		plan_set_launch(&plan, &scenario);
 		/* rows named by the loads (or the model's MoE layers in order) */
 		int lr = plan.loads.layer_ids
 			? cli_layers_from_model(&layers, &scenario.model, plan.loads.layer_ids,
