@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -641,6 +642,42 @@ static void engines__place_sglang(void **state)
 	unlink(pl);
 }
 
+/* plan --engine sglang (issue 24 item 3): the decode map it exports,
+ * scored by check --engine sglang (pinned to SGLang's code by
+ * tests/sglang-dispatch.py), has the busiest/mean the plan reports under
+ * that rule (decode.engine.worst_busiest_over_mean, within 1%); one node
+ * of 8 (OLMoE on its GitHub trace, plans/olmoe-github.yaml). */
+static void engines__plan_sglang(void **state)
+{
+	(void)state;
+	char map[64], pl[64];
+	snprintf(map, sizeof(map), "/tmp/test-engines-plan-%d.json", (int)getpid());
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-plan-%d-plan.json", (int)getpid());
+	struct cli_result r = cli_run("plan", src_path("plans/olmoe-github.yaml"), "--engine", "sglang", "-o", pl,
+				      "--export", "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *planned = cli_slurp(pl);
+	assert_non_null(planned);
+	const char *dec = strstr(planned, "\"decode\": {");
+	assert_non_null(dec);
+	const char *eng = strstr(dec, "\"engine\": {");
+	assert_non_null(eng);
+	assert_non_null(strstr(eng, "\"dispatch\": \"sglang\""));
+	assert_non_null(strstr(eng, "\"ep_dispatch_algorithm\": \"static\""));
+	double reported = json_value(eng, "worst_busiest_over_mean");
+	r = cli_run("check", map, "--gpus", "8", "--loads", src_path("plans/traces/olmoe_github.csv"),
+		    "--engine", "sglang", "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double scored = json_value(r.out, "worst_engine_busiest_over_mean");
+	assert_true(scored >= 1.0);
+	assert_true(fabs(reported - scored) <= 0.01 * scored);
+	cli_result_free(&r);
+	free(planned);
+	unlink(map);
+	unlink(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -658,6 +695,7 @@ int main(void)
 		cmocka_unit_test(engines__round_trip_dump),
 		cmocka_unit_test(engines__check_model_rows),
 		cmocka_unit_test(engines__place_sglang),
+		cmocka_unit_test(engines__plan_sglang),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -447,6 +447,56 @@ static void export__launch_line(void **state)
 	unlink("/tmp/test-export-launch.json");
 }
 
+/* plan --export sglang (issue 24 item 4): the launch line carries the
+ * plan's MTP and memory fraction, every flag as server_args.py names it.
+ * tests/data/scenario-mtp.yaml: DeepSeek-V3 (a drafter) with
+ * tokens_per_request 2, so one drafted token: --speculative-num-steps 1,
+ * --speculative-num-draft-tokens 2; the fraction SGLang's KV pool needs
+ * for the plan's weights and KV cache, (weights + KV) / HBM of the
+ * decode audit (model_runner_kv_cache_mixin.py profile_max_num_token). */
+static double json_number(const char *text, const char *key)
+{
+	char needle[96];
+	snprintf(needle, sizeof(needle), "\"%s\": ", key);
+	const char *p = text ? strstr(text, needle) : NULL;
+	return p ? strtod(p + strlen(needle), NULL) : -1;
+}
+
+static void export__plan_launch_line(void **state)
+{
+	(void)state;
+	char map[64], pl[64];
+	snprintf(map, sizeof(map), "/tmp/test-export-plan-%d.json", (int)getpid());
+	snprintf(pl, sizeof(pl), "/tmp/test-export-plan-%d-plan.json", (int)getpid());
+	struct cli_result r = cli_run("plan", src_path("tests/data/scenario-mtp.yaml"), "-o", pl, "--export",
+				      "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	const char *line = strstr(r.err, "sglang launch: python3");
+	assert_non_null(line);
+	char launch[1024];
+	size_t n = strcspn(line, "\n");
+	assert_true(n < sizeof(launch));
+	memcpy(launch, line, n);
+	launch[n] = '\0';
+	assert_int_equal(flags_known(launch), 15);
+	assert_non_null(strstr(launch, " --speculative-algorithm EAGLE --speculative-num-steps 1 "
+				       "--speculative-eagle-topk 1 --speculative-num-draft-tokens 2 "));
+	char *planned = cli_slurp(pl);
+	assert_non_null(planned);
+	const char *hbm = strstr(strstr(planned, "\"decode\": {"), "\"hbm\": {");
+	assert_non_null(hbm);
+	double fraction = (json_number(hbm, "weights_bytes") + json_number(hbm, "kv_cache_bytes")) /
+			  json_number(hbm, "capacity_bytes");
+	assert_true(fraction > 0 && fraction < 1);
+	char want[64];
+	snprintf(want, sizeof(want), " --mem-fraction-static %.3g", fraction);
+	assert_non_null(strstr(launch, want));
+	free(planned);
+	cli_result_free(&r);
+	unlink(map);
+	unlink(pl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -459,6 +509,7 @@ int main(void)
 		cmocka_unit_test(export__cli_place_dump),
 		cmocka_unit_test(export__cli_replan),
 		cmocka_unit_test(export__launch_line),
+		cmocka_unit_test(export__plan_launch_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,6 +132,18 @@ static void plan__cli_writes_identical_plans(void **state)
 	assert_non_null(tj);
 	assert_true(tj && tj[0] == '{');
 	assert_non_null(strstr(tj, "\"physical_to_logical\": ["));
+	/* -o NAME.json with no --format: the same JSON (issue 24 item 5; it
+	 * was YAML in a .json file) */
+	char q[4200];
+	snprintf(q, sizeof(q), "%s/q.json", dir);
+	r = cli_run("plan", scenario, "-o", q, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *tq = cli_slurp(q);
+	assert_non_null(tq);
+	assert_string_equal(tq, tj);
+	free(tq);
+	unlink(q);
 	free(ta);
 	free(tb);
 	free(tj);

@@ -53,7 +53,16 @@ struct mp_phase_plan {
 					     plan's busiest_factor */
 	struct mp_widths widths;        /**< ranked candidate widths with verdicts (owned) */
 	struct mp_placement placement;  /**< per MoE layer */
+	struct mp_dispatch dispatch;    /**< the engine's dispatch the placement was made under
+					     (mp_place_options.dispatch, its gpus_per_node the node
+					     size the rule saw, 0 = one node; issue 24); zeroed = even */
 };
+
+/** The busiest GPU over the mean GPU under the phase's dispatch rule
+ * (each layer's max_load / mean_load, which mp_place computes under
+ * ph->dispatch): *worst the largest over layers, *mean their mean (layers
+ * with no load skipped; 1 when none). Dimensionless. */
+MP_EXPORT void mp_phase_plan_engine_balance(const struct mp_phase_plan *ph, double *worst, double *mean);
 
 struct mp_plan {
 	struct mp_loads loads;          /**< popularity the placement used [moe_layers][E] */

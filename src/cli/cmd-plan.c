@@ -1,6 +1,7 @@
 /* moeplan plan: scenario in, deployment plan out. */
 #include "cli.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,11 +19,14 @@ enum {
 	OPT_REPORT,
 	OPT_EXPORT,
 	OPT_EXPORT_OUTPUT,
+	OPT_ENGINE,
+	OPT_EP_DISPATCH_ALGORITHM,
 };
 
 static const struct cli_opt plan_options[] = {
 	{"output", 'o', "FILE", "write the plan to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
-	{"format", 'f', "FMT", "yaml, json or text, the summary (default: text on a terminal with no -o, else yaml)", "text yaml json"},
+	{"format", 'f', "FMT", "yaml, json or text, the summary (default: text on a terminal with no -o,\n"
+		"                                 json for -o NAME.json, else yaml)", "text yaml json"},
 	{"time-limit", 't', "SECONDS", "wall-clock safety limit for each phase's placement run; solver budgets are counted work, so plans do not depend on it unless it fires (status time_limit) (default: the scenario's, else 10)", NULL},
 	{"threads", 'j', "N", "solver threads over layers (default: number of CPUs; results do not depend on it)", NULL},
 	CLI_OPT_VERBOSE,
@@ -34,6 +38,13 @@ static const struct cli_opt plan_options[] = {
 		"                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
 		"                                 the name must end in .json (default: none)", "sglang"},
 	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)", CLI_COMPLETE_FILE},
+	{"engine", OPT_ENGINE, "NAME", "place every phase for this engine's dispatch: even (each replica 1/r,\n"
+		"                                 DeepSeek's EPLB), sglang (SGLang's nearest-replica rule; nodes from\n"
+		"                                 the hardware's gpus_per_node) or vllm (1/r in expectation)\n"
+		"                                 (default: even)", "even sglang vllm"},
+	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: the SGLang "
+		"--ep-dispatch-algorithm the plan assumes,\n"
+		"                                 static, dynamic or fake (default static)", "static dynamic fake"},
 	CLI_OPT_HELP,
 	{0},
 };
@@ -104,6 +115,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	bool json = false;
 	bool text = false;
 	bool format_given = false;
+	struct cli_engine engine = {0};
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
 	opts.place.time_limit_s = 0; /* 0 = take the scenario's */
@@ -151,6 +163,16 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_EXPORT_OUTPUT:
 			export_output = optarg;
 			break;
+		case OPT_ENGINE:
+			if (!cli_engine_parse("plan", optarg, &engine)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_EP_DISPATCH_ALGORITHM:
+			if (!cli_engine_parse_algorithm("plan", optarg, &engine)) {
+				return EXIT_USAGE;
+			}
+			break;
 		default: /* every id of the table has its case above */
 			break;
 		}
@@ -158,6 +180,10 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (c != CLI_PARSE_END) {
 		return cli_parser_status(c);
 	}
+	if (engine.have_algorithm && engine.d.rule != MP_DISPATCH_SGLANG) {
+		return cli_usage("plan", "--ep-dispatch-algorithm is SGLang's: it needs --engine sglang");
+	}
+	opts.place.dispatch = engine.d; /* its gpus_per_node: the hardware's, per phase */
 	if (argc - optind > 1) {
 		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);
 	}
@@ -174,12 +200,51 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (export_format && !cli_export_name_ok("plan", export_output ? export_output : output)) {
 		return EXIT_USAGE;
 	}
+	/* -o NAME.json without --format writes JSON (issue 24 item 5) */
+	if (!format_given && cli_output_wants_json(output)) {
+		json = true;
+	}
 	*a = (struct plan_args){
 		.path = path, .output = output, .svg = svg, .report = report,
 		.export_format = export_format, .export_output = export_output,
 		.json = json, .text = text, .format_given = format_given, .opts = opts,
 	};
 	return -1;
+}
+
+/* The whole SGLang launch line of --export (issue 24 item 4), from what
+ * the plan knows of its decode phase: the nodes (the placement's
+ * gpus_per_node), the dispatch algorithm it placed for, MTP (the model's
+ * drafter with tokens_per_request - 1 drafted tokens per step: SGLang's
+ * EAGLE speculative flags) and the memory fraction. SGLang sizes its KV
+ * pool as the memory free after loading the weights minus total x (1 -
+ * mem_fraction_static) (python/sglang/srt/model_executor/
+ * model_runner_kv_cache_mixin.py `profile_max_num_token`; model_runner.py
+ * in older versions), so the fraction that holds the plan's weights and KV
+ * cache is (weights + KV) / HBM; the dispatch buffers, workspace and
+ * reserve of the plan's HBM audit are left to the rest. Only a plan that
+ * fits gives one. */
+static void plan_set_launch(const struct mp_plan *plan, const struct mp_scenario *sc)
+{
+	const struct mp_phase_plan *d = &plan->decode;
+	struct mp_export_launch l;
+	mp_export_launch_init(&l, &d->placement);
+	l.gpus_per_node = d->placement.gpus_per_node;
+	if (d->dispatch.rule == MP_DISPATCH_SGLANG) {
+		l.ep_dispatch_algorithm = mp_dispatch_algorithm_name(d->dispatch.algorithm);
+		if (d->dispatch.gpus_per_node) {
+			l.gpus_per_node = d->dispatch.gpus_per_node;
+		}
+	}
+	double drafted = sc->decode.tokens_per_request - 1.0;
+	if (sc->model.drafter.moe_stages > 0 && drafted >= 0.5) {
+		l.mtp_steps = (uint32_t)lround(drafted);
+	}
+	if (d->hbm.fits && d->hbm.capacity_bytes > 0) {
+		l.mem_fraction_static = (double)(d->hbm.weights_bytes + d->hbm.kv_bytes) /
+					(double)d->hbm.capacity_bytes;
+	}
+	cli_export_set_launch(&l);
 }
 
 int cmd_plan(int argc, char **argv)
@@ -271,6 +336,7 @@ int cmd_plan(int argc, char **argv)
 			      2, opts.place.time_limit_s > 0 ? opts.place.time_limit_s : scenario.time_limit_s,
 			      doc);
 	if (export_format) {
+		plan_set_launch(&plan, &scenario);
 		/* rows named by the loads (or the model's MoE layers in order) */
 		int lr = plan.loads.layer_ids
 			? cli_layers_from_model(&layers, &scenario.model, plan.loads.layer_ids,

@@ -254,6 +254,33 @@ static void write_hbm(FILE *f, const struct report *r)
 	fprintf(f, "\n");
 }
 
+/* Issue 24: the engine dispatch the placement was made for, when not the
+ * even split, and the busiest/mean under that rule (the placement's own
+ * max_load / mean_load; the rows above split every replica 1/r). */
+static void write_engine(FILE *f, const struct report *r)
+{
+	const struct mp_phase_plan *ph[2] = {&r->plan->prefill, &r->plan->decode};
+	if (ph[0]->dispatch.rule == MP_DISPATCH_EVEN && ph[1]->dispatch.rule == MP_DISPATCH_EVEN) {
+		return;
+	}
+	fprintf(f, "Placed for the engine's own dispatch (`--engine`), not the even split:\n\n"
+		   "| | prefill | decode |\n|---|---|---|\n| engine dispatch (GPUs per node) |");
+	for (int i = 0; i < 2; i++) {
+		const struct mp_dispatch *d = &ph[i]->dispatch;
+		fprintf(f, " %s%s%s (%u) |", mp_dispatch_rule_name(d->rule),
+			d->rule == MP_DISPATCH_SGLANG ? ", --ep-dispatch-algorithm " : "",
+			d->rule == MP_DISPATCH_SGLANG ? mp_dispatch_algorithm_name(d->algorithm) : "",
+			d->gpus_per_node ? d->gpus_per_node : ph[i]->ep);
+	}
+	fprintf(f, "\n| busiest/mean under it: worst (mean over layers) |");
+	for (int i = 0; i < 2; i++) {
+		double worst, mean;
+		mp_phase_plan_engine_balance(ph[i], &worst, &mean);
+		fprintf(f, " %.3f (%.3f) |", worst, mean);
+	}
+	fprintf(f, "\n\n");
+}
+
 /* Per phase: how the layers' placements ended and how far from the bound. */
 static void write_bounds(FILE *f, const struct report *r)
 {
@@ -300,6 +327,7 @@ static void write_bounds(FILE *f, const struct report *r)
 	fprintf(f, "| busiest/mean, planned: worst (mean over layers) | %.3f (%.3f) | %.3f (%.3f) |\n\n",
 		r->heat[0].worst_after, r->heat[0].mean_after, r->heat[1].worst_after,
 		r->heat[1].mean_after);
+	write_engine(f, r);
 }
 
 static int write_report(void *user, FILE *f)

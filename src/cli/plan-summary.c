@@ -191,6 +191,20 @@ static void quality_cells(const struct mp_phase_plan *ph[2], const uint32_t *lay
 			 layer_ids ? layer_ids[q[i].worst_ratio_layer] : q[i].worst_ratio_layer);
 	}
 	row(f, "  busiest / mean load", c.v[0], c.v[1]);
+	/* Issue 24: under another engine's rule the loads above are that
+	 * rule's; say which, and the mean over layers. */
+	if (ph[0]->dispatch.rule != MP_DISPATCH_EVEN || ph[1]->dispatch.rule != MP_DISPATCH_EVEN) {
+		for (int i = 0; i < 2; i++) {
+			const struct mp_dispatch *d = &ph[i]->dispatch;
+			double worst, mean;
+			mp_phase_plan_engine_balance(ph[i], &worst, &mean);
+			snprintf(c.v[i], sizeof(c.v[i]), "%s%s%s: %.3f (mean %.3f)",
+				 mp_dispatch_rule_name(d->rule), d->rule == MP_DISPATCH_SGLANG ? " " : "",
+				 d->rule == MP_DISPATCH_SGLANG ? mp_dispatch_algorithm_name(d->algorithm) : "",
+				 worst, mean);
+		}
+		row(f, "    under the dispatch of", c.v[0], c.v[1]);
+	}
 }
 
 int cli_plan_summary(void *user, FILE *f)

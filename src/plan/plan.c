@@ -72,12 +72,25 @@ static struct mp_doc *widths_doc(const struct mp_widths *widths)
 	return list;
 }
 
+/* The node size the engine's dispatch sees at width ep (issue 24): the
+ * one given in the options, else the hardware's scale-up domain where it
+ * divides ep (SGLang's --nnodes = ep / gpus_per_node), else 0 (one node). */
+static uint32_t dispatch_nodes(const struct mp_place_options *place, const struct mp_phase_spec *spec,
+			       uint32_t ep)
+{
+	if (place->dispatch.gpus_per_node != 0) {
+		return place->dispatch.gpus_per_node;
+	}
+	uint32_t p = spec->hardware.gpus_per_node;
+	return p > 0 && p < ep && ep % p == 0 ? p : 0;
+}
+
 /* The expected busiest-GPU factor of one decode width: place a sample of
  * layers (at most 4, evenly spaced) at that width and route finite
  * batches through them (Monte Carlo, fixed seed). */
-static int width_factor(const struct mp_model *model, const struct mp_loads *loads,
-			const struct mp_width_candidate *c, const struct mp_place_options *place,
-			uint32_t steps, double *factor_out)
+static int width_factor(const struct mp_model *model, const struct mp_phase_spec *spec,
+			const struct mp_loads *loads, const struct mp_width_candidate *c,
+			const struct mp_place_options *place, uint32_t steps, double *factor_out)
 {
 	uint32_t n = loads->n_layers < 4 ? loads->n_layers : 4;
 	struct mp_loads sample;
@@ -92,6 +105,7 @@ static int width_factor(const struct mp_model *model, const struct mp_loads *loa
 	}
 	struct mp_place_options opts = *place;
 	opts.progress = NULL;
+	opts.dispatch.gpus_per_node = dispatch_nodes(place, spec, c->width.ep);
 	if (rc == 0) {
 		rc = mp_place(&sample, c->width.ep, c->width.slots / c->width.ep, &opts, &placement, NULL);
 	}
@@ -147,7 +161,7 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_phase
 			break;
 		}
 		double factor = 1.0;
-		rc = width_factor(model, loads, order[i], place, steps, &factor);
+		rc = width_factor(model, spec, loads, order[i], place, steps, &factor);
 		if (rc == 0) {
 			rc = mp_widths_apply_factor(model, spec, MP_PHASE_DECODE, NULL, NULL, factor,
 						    order[i]);
@@ -192,6 +206,8 @@ static int place_pick(const struct mp_scenario *sc, const struct mp_plan_options
 			}
 		}
 	}
+	place.dispatch.gpus_per_node = dispatch_nodes(place_in, spec, out->ep);
+	out->dispatch = place.dispatch;
 	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);
 	if (rc) {
 		return rc;
@@ -455,6 +471,43 @@ int mp_plan_build(const struct mp_scenario *sc, const struct mp_plan_options *op
 	return rc;
 }
 
+void mp_phase_plan_engine_balance(const struct mp_phase_plan *ph, double *worst, double *mean)
+{
+	double w = 1.0, sum = 0.0;
+	uint32_t n = 0;
+	for (uint32_t l = 0; l < ph->placement.n_layers; l++) {
+		const struct mp_layer_placement *lp = &ph->placement.layers[l];
+		if (lp->mean_load > 0) {
+			double r = lp->max_load / lp->mean_load;
+			w = r > w ? r : w;
+			sum += r;
+			n++;
+		}
+	}
+	*worst = w;
+	*mean = n ? sum / n : 1.0;
+}
+
+/* The engine the placement assumes (issue 24; only under a rule other
+ * than even, so that plans under even stay as they were): its dispatch
+ * rule, SGLang's --ep-dispatch-algorithm, the node size the rule saw, and
+ * the busiest GPU over the mean under that rule (the placement's
+ * max_load / mean_load, worst and mean over layers). */
+static struct mp_doc *engine_doc(const struct mp_phase_plan *ph)
+{
+	struct mp_doc *e = mp_doc_map();
+	mp_doc_put_string(e, "dispatch", mp_dispatch_rule_name(ph->dispatch.rule));
+	if (ph->dispatch.rule == MP_DISPATCH_SGLANG) {
+		mp_doc_put_string(e, "ep_dispatch_algorithm", mp_dispatch_algorithm_name(ph->dispatch.algorithm));
+	}
+	mp_doc_put_int(e, "gpus_per_node", ph->dispatch.gpus_per_node ? ph->dispatch.gpus_per_node : ph->ep);
+	double worst, mean;
+	mp_phase_plan_engine_balance(ph, &worst, &mean);
+	mp_doc_put_real(e, "worst_busiest_over_mean", worst);
+	mp_doc_put_real(e, "mean_busiest_over_mean", mean);
+	return e;
+}
+
 static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_phase_spec *spec,
 				 const uint32_t *layer_ids)
 {
@@ -492,6 +545,9 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	mp_roofline_point_put(roofline, &ph->roofline);
 	mp_doc_put(d, "roofline", roofline);
 	mp_doc_put(d, "widths", widths_doc(&ph->widths));
+	if (ph->dispatch.rule != MP_DISPATCH_EVEN) {
+		mp_doc_put(d, "engine", engine_doc(ph));
+	}
 	mp_doc_put(d, "placement", mp_placement_to_doc(&ph->placement, layer_ids));
 	return d;
 }
@@ -526,21 +582,24 @@ struct mp_doc *mp_plan_to_doc_map(const struct mp_plan *plan, const struct mp_sc
 	mp_doc_put(doc, "decode", phase_doc(&plan->decode, &sc->decode, plan->loads.layer_ids));
 	struct mp_doc *notes = mp_doc_list();
 	char buf[384];
+	const char *algorithm = plan->decode.dispatch.rule == MP_DISPATCH_SGLANG
+		? mp_dispatch_algorithm_name(plan->decode.dispatch.algorithm) : "static";
 	if (map_path) {
 		size_t size = 2 * strlen(map_path) + 256;
 		char *text = malloc(size);
 		if (text) {
 			snprintf(text, size, "SGLang decode: --tp-size %u --ep-size %u "
 				 "--ep-num-redundant-experts %u --init-expert-location %s "
-				 "--ep-dispatch-algorithm static (%s from --export sglang)", plan->decode.ep,
-				 plan->decode.ep, plan->decode.redundant, map_path, map_path);
+				 "--ep-dispatch-algorithm %s (%s from --export sglang)", plan->decode.ep,
+				 plan->decode.ep, plan->decode.redundant, map_path, algorithm, map_path);
 		}
 		mp_doc_put(notes, NULL, text ? mp_doc_string(text) : NULL);
 		free(text);
 	} else {
 		snprintf(buf, sizeof(buf), "SGLang decode: --tp-size %u --ep-size %u --ep-num-redundant-experts %u "
-			 "--init-expert-location MAP.json --ep-dispatch-algorithm static (MAP.json from "
-			 "--export sglang)", plan->decode.ep, plan->decode.ep, plan->decode.redundant);
+			 "--init-expert-location MAP.json --ep-dispatch-algorithm %s (MAP.json from "
+			 "--export sglang)", plan->decode.ep, plan->decode.ep, plan->decode.redundant,
+			 algorithm);
 		mp_doc_put(notes, NULL, mp_doc_string(buf));
 	}
 	snprintf(buf, sizeof(buf), "vLLM decode: reads no placement from a file; "
