@@ -296,6 +296,18 @@ static double gap_of(const struct layer_search *ls)
 	return (ls->best.max - ls->lb) / ls->best.max;
 }
 
+/* The plan meets the layer's valid lower bound (within the solver's
+ * tolerance): it is proven optimal by the bound. */
+static bool proven_at_bound(struct layer_search *ls)
+{
+	if (!(ls->best.max <= ls->lb + ls->prob.tol)) {
+		return false;
+	}
+	ls->status = MP_PLACE_OPTIMAL;
+	ls->method = M_BOUND;
+	return true;
+}
+
 /* Stage 1: the global bound, the heuristic incumbent, the iterated local
  * search and the threshold bound; stops when the bound or the target gap
  * is met. */
@@ -320,9 +332,7 @@ static int stage_heuristic(struct layer_search *ls)
 	if (ls->work.timed_out) {
 		return STAGE_DONE;
 	}
-	if (best->max <= ls->lb + prob->tol) {
-		ls->status = MP_PLACE_OPTIMAL;
-		ls->method = M_BOUND;
+	if (proven_at_bound(ls)) {
 		return STAGE_DONE;
 	}
 	double effort = ls->opts->effort;
@@ -334,9 +344,7 @@ static int stage_heuristic(struct layer_search *ls)
 		if (rc != 0) {
 			return rc;
 		}
-		if (best->max <= ls->lb + prob->tol) {
-			ls->status = MP_PLACE_OPTIMAL;
-			ls->method = M_BOUND;
+		if (proven_at_bound(ls)) {
 			return STAGE_DONE;
 		}
 	}
@@ -349,9 +357,7 @@ static int stage_heuristic(struct layer_search *ls)
 	if (rc != 0) {
 		return rc;
 	}
-	if (best->max <= ls->lb + prob->tol) {
-		ls->status = MP_PLACE_OPTIMAL;
-		ls->method = M_BOUND;
+	if (proven_at_bound(ls)) {
 		return STAGE_DONE;
 	}
 	if (gap_of(ls) > PL_ILS_GAP && (double)prob->N * prob->E * prob->S < 5e7) {
@@ -359,9 +365,7 @@ static int stage_heuristic(struct layer_search *ls)
 		if (tb > ls->lb) {
 			ls->lb = tb;
 		}
-		if (best->max <= ls->lb + prob->tol) {
-			ls->status = MP_PLACE_OPTIMAL;
-			ls->method = M_BOUND;
+		if (proven_at_bound(ls)) {
 			return STAGE_DONE;
 		}
 	}
