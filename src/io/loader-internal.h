@@ -211,6 +211,28 @@ enum ld_qerr {
  * getters refuse it for every kind but NULL and "count", issue 26). */
 enum ld_qerr ld_parse_quantity(const char *text, const char *kind, double *out);
 
+/** A load: a plain number (no unit) from ld_parse_quantity, with an
+ * underflow to a subnormal or 0 taken as that value (loader-loads.c).
+ * The caller checks the range 0 to LD_MAX_LOAD. */
+enum ld_qerr ld_parse_load(const char *text, double *out);
+
+/** True when text nests flow lists or mappings deeper than ld_open_text
+ * allows; *at is the offending byte's index (loader.c). */
+bool ld_text_too_deep(const struct ld_text *text, size_t *at);
+
+/** ld_stream_logical_count: the text is not a plain SGLang dump. */
+#define LD_STREAM_OTHER 1
+
+/** Sum a plain SGLang expert-distribution dump ({"logical_count":
+ * [windows][layers][experts] of plain numbers 0 to LD_MAX_LOAD, nothing
+ * else}) over its windows from libyaml's events, in memory of one
+ * [layers][experts] table (issue 26 item 8; loader-loads-stream.c).
+ * Returns 0 with *sum a new [*rows][*cols] array (free it), or
+ * LD_STREAM_OTHER (nothing allocated) for any other text, bad ones
+ * included: read those with ld_open_text, which reports them. */
+int ld_stream_logical_count(const struct ld_text *text, double **sum, uint32_t *rows,
+			    uint32_t *cols);
+
 /** The units accepted for kind, for messages ("B, kB, MB, ..."). */
 const char *ld_units_help(const char *kind);
 

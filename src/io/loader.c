@@ -288,7 +288,7 @@ static void report_parser_error(struct ld *ld, const yaml_parser_t *parser,
  * level. No input of ours nests deeper than 4. */
 #define LD_MAX_FLOW_DEPTH 1000
 
-static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
+bool ld_text_too_deep(const struct ld_text *text, size_t *at)
 {
 	size_t depth = 0;
 	bool comment = false;
@@ -304,10 +304,7 @@ static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
 		} else if (c == '[' || c == '{') {
 			depth++;
 			if (depth > LD_MAX_FLOW_DEPTH) {
-				int line = 0;
-				int column = 0;
-				position_of(text->data, i, &line, &column);
-				ld_error_at(ld, line, column, "lists or mappings nested more than %d levels deep", LD_MAX_FLOW_DEPTH);
+				*at = i;
 				return true;
 			}
 		} else if ((c == ']' || c == '}') && depth > 0) {
@@ -315,6 +312,19 @@ static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
 		}
 	}
 	return false;
+}
+
+static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
+{
+	size_t i = 0;
+	if (!ld_text_too_deep(text, &i)) {
+		return false;
+	}
+	int line = 0;
+	int column = 0;
+	position_of(text->data, i, &line, &column);
+	ld_error_at(ld, line, column, "lists or mappings nested more than %d levels deep", LD_MAX_FLOW_DEPTH);
+	return true;
 }
 
 /* True for a tag that makes a scalar a string: !!str (resolved by the
