@@ -1152,11 +1152,18 @@ static char *write_text_file(const char *text, const char *suffix)
  * arrive. The sum here is by hand: 3 windows x 2 layers x 3 experts.
  * The same dump with one more key ("rank", ignored like every other key
  * of a dump) is not the plain shape the event reader takes, so the tree
- * reader reads it: both must give the hand sum. */
+ * reader reads it: both must give the hand sum. A .json is read from the
+ * file in pieces; a name without a suffix is read whole first (the text
+ * decides CSV or not), then from the events of the text. */
 static void loader__sglang_json_dump_streamed(void **state)
 {
 	(void)state;
 	static const char *const texts[] = {
+		"{\"logical_count\": [\n"
+		" [[1, 2, 3], [0, 4, 5]],\n"
+		" [[10, 20, 30], [1, 1, 1]],\n"
+		" [[0.5, 0, 2e3], [7, 0, 1]]\n"
+		"]}\n",
 		"{\"logical_count\": [\n"
 		" [[1, 2, 3], [0, 4, 5]],\n"
 		" [[10, 20, 30], [1, 1, 1]],\n"
@@ -1170,8 +1177,8 @@ static void loader__sglang_json_dump_streamed(void **state)
 	};
 	/* layer 0: 1+10+0.5, 2+20+0, 3+30+2000; layer 1: 0+1+7, 4+1+0, 5+1+1 */
 	static const double want[6] = {11.5, 22.0, 2033.0, 8.0, 5.0, 7.0};
-	for (size_t i = 0; i < 2; i++) {
-		char *path = write_text_file(texts[i], ".json");
+	for (size_t i = 0; i < 3; i++) {
+		char *path = write_text_file(texts[i], i == 1 ? "" : ".json");
 		struct mp_diags d;
 		mp_diags_init(&d);
 		struct mp_loads l;
@@ -1225,8 +1232,8 @@ static void loader__sglang_json_dump_bad(void **state)
 		 "]}\n",
 		 "3:2: error: logical_count[1]: 1 x 2 values, expected 2 x 2 like window 0"},
 	};
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		char *path = write_text_file(cases[i][0], ".json");
+	for (size_t i = 0; i < 2 * sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_text_file(cases[i / 2][0], i % 2 ? "" : ".json");
 		struct mp_diags d;
 		mp_diags_init(&d);
 		struct mp_loads l;
@@ -1234,7 +1241,7 @@ static void loader__sglang_json_dump_bad(void **state)
 		assert_int_equal(mp_load_loads(path, &l, &d), MP_EINVAL);
 		char *got = first_diag(&d);
 		char expected[512];
-		snprintf(expected, sizeof(expected), "%s:%s", path, cases[i][1]);
+		snprintf(expected, sizeof(expected), "%s:%s", path, cases[i / 2][1]);
 		assert_string_equal(got, expected);
 		free(got);
 		mp_loads_finish(&l);

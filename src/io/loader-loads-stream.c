@@ -13,13 +13,21 @@
  * reads the file again and reports it, so the messages are the tree
  * reader's, word for word. The sum is taken in the tree reader's order
  * (window 0, then += each later window), so the result is bit-identical. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "loader-internal.h"
 
 struct lc_stream {
 	yaml_parser_t parser;
+	int fd;              /* the file read in pieces, or -1 for a text */
+	uint64_t read;       /* bytes of it read so far */
+	struct ld_depth depth;
+	bool refused;        /* a NUL byte, too large or too deep: not read here */
 	double *sum;      /* [rows][cols]; window 0 grows it */
 	size_t cap;       /* doubles allocated in sum */
 	size_t rows;      /* rows of window 0 (known once it ends) */
@@ -193,13 +201,75 @@ int ld_stream_logical_count(const struct ld_text *text, double **sum, uint32_t *
 	*sum = NULL;
 	*rows = 0;
 	*cols = 0;
-	struct lc_stream s = {0};
+	struct lc_stream s = {.fd = -1, .depth = LD_DEPTH_INIT};
 	if (!yaml_parser_initialize(&s.parser)) {
 		return LD_STREAM_OTHER;
 	}
 	yaml_parser_set_input_string(&s.parser, (const unsigned char *)text->data, text->size);
 	bool ok = read_dump(&s);
 	yaml_parser_delete(&s.parser);
+	if (!ok) {
+		free(s.sum);
+		return LD_STREAM_OTHER;
+	}
+	*sum = s.sum;
+	*rows = (uint32_t)s.rows;
+	*cols = (uint32_t)s.cols;
+	return 0;
+}
+
+/* libyaml's read handler on s->fd: the checks ld_read_text and
+ * ld_open_text make on the whole text (no NUL byte, at most
+ * MP_MAX_INPUT_BYTES, flow nesting), made on each piece; a piece that
+ * fails them ends the parse (s->refused), and the caller then reads the
+ * file whole and reports it. */
+static int read_piece(void *data, unsigned char *buffer, size_t size, size_t *size_read)
+{
+	struct lc_stream *s = data;
+	*size_read = 0;
+	for (;;) {
+		ssize_t n = read(s->fd, buffer, size);
+		if (n < 0 && errno == EINTR) {
+			continue;
+		}
+		if (n < 0) {
+			s->refused = true;
+			return 0;
+		}
+		size_t at = 0;
+		s->read += (uint64_t)n;
+		if (s->read > (uint64_t)MP_MAX_INPUT_BYTES || memchr(buffer, '\0', (size_t)n) ||
+		    ld_depth_scan(&s->depth, (const char *)buffer, (size_t)n, &at)) {
+			s->refused = true;
+			return 0;
+		}
+		*size_read = (size_t)n;
+		return 1;
+	}
+}
+
+int ld_stream_logical_count_file(const char *path, double **sum, uint32_t *rows,
+				 uint32_t *cols)
+{
+	*sum = NULL;
+	*rows = 0;
+	*cols = 0;
+	struct lc_stream s = {.depth = LD_DEPTH_INIT};
+	s.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (s.fd < 0) {
+		return LD_STREAM_OTHER;
+	}
+	struct stat st;
+	if (fstat(s.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (uint64_t)st.st_size > (uint64_t)MP_MAX_INPUT_BYTES ||
+	    !yaml_parser_initialize(&s.parser)) {
+		close(s.fd);
+		return LD_STREAM_OTHER;
+	}
+	yaml_parser_set_input(&s.parser, read_piece, &s);
+	bool ok = read_dump(&s) && !s.refused && s.read > 0;
+	yaml_parser_delete(&s.parser);
+	close(s.fd);
 	if (!ok) {
 		free(s.sum);
 		return LD_STREAM_OTHER;

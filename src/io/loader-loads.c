@@ -863,19 +863,18 @@ static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
 	free(source);
 }
 
-/* SGLang's dump read from events (loader-loads-stream.c), as
- * parse_loads_doc would read it; LD_STREAM_OTHER (out untouched) for any
- * text the tree reader must read and report. */
-static int stream_dump(const struct ld_text *text, struct mp_loads *out)
+/* SGLang's dump read from events (loader-loads-stream.c), from text or,
+ * when text is NULL, from the file at path in pieces; as parse_loads_doc
+ * would read it. LD_STREAM_OTHER (out untouched) for anything the tree
+ * reader must read and report. */
+static int stream_dump(const char *path, const struct ld_text *text, struct mp_loads *out)
 {
-	size_t deep = 0;
-	if (ld_text_too_deep(text, &deep)) {
-		return LD_STREAM_OTHER;
-	}
 	double *sum = NULL;
 	uint32_t rows = 0;
 	uint32_t cols = 0;
-	if (ld_stream_logical_count(text, &sum, &rows, &cols) != 0) {
+	size_t deep = 0;
+	if (text ? ld_text_too_deep(text, &deep) || ld_stream_logical_count(text, &sum, &rows, &cols)
+		 : ld_stream_logical_count_file(path, &sum, &rows, &cols)) {
 		return LD_STREAM_OTHER;
 	}
 	struct mp_loads tmp;
@@ -885,6 +884,9 @@ static int stream_dump(const struct ld_text *text, struct mp_loads *out)
 	if (rc == 0) {
 		rc = loads_every_layer(&tmp);
 	}
+	if (rc == 0 && !(tmp.path = strdup(path))) {
+		rc = MP_ENOMEM;
+	}
 	if (rc != 0) {
 		mp_loads_finish(&tmp);
 		return LD_STREAM_OTHER;
@@ -892,6 +894,15 @@ static int stream_dump(const struct ld_text *text, struct mp_loads *out)
 	mp_loads_finish(out);
 	*out = tmp;
 	return 0;
+}
+
+/* True when the name alone says YAML/JSON (looks_like_csv). */
+static bool named_yaml(const char *path)
+{
+	size_t len = strlen(path);
+	return (len >= 5 && strcasecmp(path + len - 5, ".json") == 0) ||
+	       (len >= 5 && strcasecmp(path + len - 5, ".yaml") == 0) ||
+	       (len >= 4 && strcasecmp(path + len - 4, ".yml") == 0);
 }
 
 /* CSV unless the name or the first significant character says YAML/JSON. */
@@ -952,6 +963,10 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 		}
 		return rc;
 	}
+	/* SGLang's JSON dump in pieces: the text is never held whole */
+	if (strcmp(path, "-") != 0 && named_yaml(path) && stream_dump(path, NULL, out) == 0) {
+		return 0;
+	}
 	struct ld_text text = {0};
 	int rc = ld_read_text(path, &text, diags);
 	if (rc != 0) {
@@ -961,8 +976,11 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 	mp_loads_init(&tmp);
 	if (looks_like_csv(path, &text)) {
 		rc = parse_csv(path, &text, &tmp, diags);
-	} else if (stream_dump(&text, &tmp) == 0) {
-		rc = 0;
+	} else if (stream_dump(path, &text, &tmp) == 0) {
+		ld_text_finish(&text);
+		mp_loads_finish(out);
+		*out = tmp;
+		return 0;
 	} else {
 		struct ld ld;
 		rc = ld_open_text(&ld, path, &text, diags);

@@ -281,37 +281,37 @@ static void report_parser_error(struct ld *ld, const yaml_parser_t *parser,
 	}
 }
 
-/* libyaml's time grows faster than linearly with the nesting of flow
- * collections ("[[[[..."; 40,000 levels take seconds), so deep nesting is
- * refused before parsing. Brackets are counted outside comments; a quoted
- * string full of brackets can only make the count larger, never hide a
- * level. No input of ours nests deeper than 4. */
-#define LD_MAX_FLOW_DEPTH 1000
+/* Deep flow nesting is refused before parsing (LD_MAX_FLOW_DEPTH). */
+bool ld_depth_scan(struct ld_depth *st, const char *data, size_t n, size_t *at)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = data[i];
+		char prev = st->prev;
+		st->prev = c;
+		if (c == '\n') {
+			st->comment = false;
+		} else if (st->comment) {
+			continue;
+		} else if (c == '#' && (prev == ' ' || prev == '\t' || prev == '\n')) {
+			st->comment = true;
+		} else if (c == '[' || c == '{') {
+			st->depth++;
+			if (st->depth > LD_MAX_FLOW_DEPTH) {
+				*at = st->seen + i;
+				return true;
+			}
+		} else if ((c == ']' || c == '}') && st->depth > 0) {
+			st->depth--;
+		}
+	}
+	st->seen += n;
+	return false;
+}
 
 bool ld_text_too_deep(const struct ld_text *text, size_t *at)
 {
-	size_t depth = 0;
-	bool comment = false;
-	for (size_t i = 0; i < text->size; i++) {
-		char c = text->data[i];
-		if (c == '\n') {
-			comment = false;
-		} else if (comment) {
-			continue;
-		} else if (c == '#' && (i == 0 || text->data[i - 1] == ' ' || text->data[i - 1] == '\t' ||
-					text->data[i - 1] == '\n')) {
-			comment = true;
-		} else if (c == '[' || c == '{') {
-			depth++;
-			if (depth > LD_MAX_FLOW_DEPTH) {
-				*at = i;
-				return true;
-			}
-		} else if ((c == ']' || c == '}') && depth > 0) {
-			depth--;
-		}
-	}
-	return false;
+	struct ld_depth st = LD_DEPTH_INIT;
+	return ld_depth_scan(&st, text->data, text->size, at);
 }
 
 static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
