@@ -254,12 +254,17 @@ int ld_stream_logical_count_file(const char *path, double **sum, uint32_t *rows,
 	*sum = NULL;
 	*rows = 0;
 	*cols = 0;
+	/* a FIFO is opened once, by ld_read_text: opening it here would take
+	 * its writer's data away */
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		return LD_STREAM_OTHER;
+	}
 	struct lc_stream s = {.depth = LD_DEPTH_INIT};
-	s.fd = open(path, O_RDONLY | O_CLOEXEC);
+	s.fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (s.fd < 0) {
 		return LD_STREAM_OTHER;
 	}
-	struct stat st;
 	if (fstat(s.fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    (uint64_t)st.st_size > (uint64_t)MP_MAX_INPUT_BYTES ||
 	    !yaml_parser_initialize(&s.parser)) {
