@@ -212,7 +212,7 @@ enum ld_qerr {
 enum ld_qerr ld_parse_quantity(const char *text, const char *kind, double *out);
 
 /** A load: a plain number (no unit) from ld_parse_quantity, with an
- * underflow to a subnormal or 0 taken as that value (loader-loads.c).
+ * underflow to a subnormal or 0 taken as that value (loader.c).
  * The caller checks the range 0 to LD_MAX_LOAD. */
 enum ld_qerr ld_parse_load(const char *text, double *out);
 

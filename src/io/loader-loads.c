@@ -85,30 +85,6 @@ static char *csv_source(const char *comment, size_t len)
 	return s;
 }
 
-/* One load: a plain number from 0 to LD_MAX_LOAD. ld_parse_quantity
- * refuses a value that underflows (strtod's ERANGE for 1e-320); a load so
- * small rounds to a subnormal or to 0, both valid loads, so it is taken
- * here. An overflow (1e999) stays LDQ_RANGE. */
-enum ld_qerr ld_parse_load(const char *text, double *out)
-{
-	enum ld_qerr e = ld_parse_quantity(text, NULL, out);
-	if (e != LDQ_RANGE) {
-		return e;
-	}
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(text, &end);
-	bool underflow = errno == ERANGE && fabs(v) <= DBL_MIN;
-	while (*end == ' ' || *end == '\t') {
-		end++;
-	}
-	if (!underflow || *end != '\0') {
-		return LDQ_RANGE;
-	}
-	*out = v;
-	return LDQ_OK;
-}
-
 static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int column,
 		     uint32_t row, uint32_t col, double *out, bool *ok)
 {

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -792,6 +793,31 @@ yaml_node_t *ld_require(struct ld *ld, const yaml_node_t *map, const char *what,
 }
 
 /* ------------------------------------------------------------ numbers */
+
+/* One load: a plain number from 0 to LD_MAX_LOAD. ld_parse_quantity
+ * refuses a value that underflows (strtod's ERANGE for 1e-320); a load so
+ * small rounds to a subnormal or to 0, both valid loads, so it is taken
+ * here. An overflow (1e999) stays LDQ_RANGE. */
+enum ld_qerr ld_parse_load(const char *text, double *out)
+{
+	enum ld_qerr e = ld_parse_quantity(text, NULL, out);
+	if (e != LDQ_RANGE) {
+		return e;
+	}
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(text, &end);
+	bool underflow = errno == ERANGE && fabs(v) <= DBL_MIN;
+	while (*end == ' ' || *end == '\t') {
+		end++;
+	}
+	if (!underflow || *end != '\0') {
+		return LDQ_RANGE;
+	}
+	*out = v;
+	return LDQ_OK;
+}
+
 
 /* Length of a decimal number at s: [+-]? (digits [. digits?] | . digits)
  * ([eE] [+-]? digits)?; 0 when there is none. */
