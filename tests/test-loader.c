@@ -1147,6 +1147,110 @@ static char *write_text_file(const char *text, const char *suffix)
 	return path;
 }
 
+/* Issue 26 item 8: SGLang's JSON dump ({"logical_count": [windows][layers]
+ * [experts]}) is read from parser events, its windows summed as they
+ * arrive. The sum here is by hand: 3 windows x 2 layers x 3 experts.
+ * The same dump with one more key ("rank", ignored like every other key
+ * of a dump) is not the plain shape the event reader takes, so the tree
+ * reader reads it: both must give the hand sum. A .json is read from the
+ * file in pieces; a name without a suffix is read whole first (the text
+ * decides CSV or not), then from the events of the text. */
+static void loader__sglang_json_dump_streamed(void **state)
+{
+	(void)state;
+	static const char *const texts[] = {
+		"{\"logical_count\": [\n"
+		" [[1, 2, 3], [0, 4, 5]],\n"
+		" [[10, 20, 30], [1, 1, 1]],\n"
+		" [[0.5, 0, 2e3], [7, 0, 1]]\n"
+		"]}\n",
+		"{\"logical_count\": [\n"
+		" [[1, 2, 3], [0, 4, 5]],\n"
+		" [[10, 20, 30], [1, 1, 1]],\n"
+		" [[0.5, 0, 2e3], [7, 0, 1]]\n"
+		"]}\n",
+		"{\"rank\": 0, \"logical_count\": [\n"
+		" [[1, 2, 3], [0, 4, 5]],\n"
+		" [[10, 20, 30], [1, 1, 1]],\n"
+		" [[0.5, 0, 2e3], [7, 0, 1]]\n"
+		"]}\n",
+	};
+	/* layer 0: 1+10+0.5, 2+20+0, 3+30+2000; layer 1: 0+1+7, 4+1+0, 5+1+1 */
+	static const double want[6] = {11.5, 22.0, 2033.0, 8.0, 5.0, 7.0};
+	for (size_t i = 0; i < 3; i++) {
+		char *path = write_text_file(texts[i], i == 1 ? "" : ".json");
+		struct mp_diags d;
+		mp_diags_init(&d);
+		struct mp_loads l;
+		mp_loads_init(&l);
+		assert_int_equal(mp_load_loads(path, &l, &d), 0);
+		assert_int_equal(d.count, 0);
+		assert_int_equal(l.n_layers, 2);
+		assert_int_equal(l.n_experts, 3);
+		for (size_t k = 0; k < 6; k++) {
+			assert_true(l.w[k] == want[k]);
+		}
+		/* SGLang's rows are the hidden layers 0..n-1 */
+		assert_int_equal(l.hidden_layers, 2);
+		assert_non_null(l.layer_ids);
+		assert_int_equal(l.layer_ids[0], 0);
+		assert_int_equal(l.layer_ids[1], 1);
+		assert_string_equal(l.path, path);
+		mp_loads_finish(&l);
+		mp_diags_finish(&d);
+		unlink(path);
+		free(path);
+	}
+}
+
+/* A bad value or a ragged row in a later window of a dump: refused at
+ * its line:col with the field's path (the event reader gives such a file
+ * to the tree reader, which reports it). Columns counted by hand. */
+static void loader__sglang_json_dump_bad(void **state)
+{
+	(void)state;
+	static const char *const cases[][2] = {
+		{"{\"logical_count\": [\n"
+		 " [[1, 2], [3, 4]],\n"
+		 " [[1, 2], [3, -1]]\n"
+		 "]}\n",
+		 "3:15: error: logical_count[1][1][1]: expected a load from 0 to 1e18, got '-1'"},
+		{"{\"logical_count\": [\n"
+		 " [[1, 2], [3, 4]],\n"
+		 " [[1, 2], [3, 4, 5]]\n"
+		 "]}\n",
+		 "3:11: error: logical_count[1][1]: 3 values, expected 2 like row 0"},
+		{"{\"logical_count\": [\n"
+		 " [[1, 2], [3, 4]],\n"
+		 " [[1, 2], [3, \"4\"]]\n"
+		 "]}\n",
+		 "3:15: error: logical_count[1][1][1]: expected a load from 0 to 1e18, got the quoted "
+		 "text '4' (a number is written without quotes)"},
+		{"{\"logical_count\": [\n"
+		 " [[1, 2], [3, 4]],\n"
+		 " [[1, 2]]\n"
+		 "]}\n",
+		 "3:2: error: logical_count[1]: 1 x 2 values, expected 2 x 2 like window 0"},
+	};
+	for (size_t i = 0; i < 2 * sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = write_text_file(cases[i / 2][0], i % 2 ? "" : ".json");
+		struct mp_diags d;
+		mp_diags_init(&d);
+		struct mp_loads l;
+		mp_loads_init(&l);
+		assert_int_equal(mp_load_loads(path, &l, &d), MP_EINVAL);
+		char *got = first_diag(&d);
+		char expected[512];
+		snprintf(expected, sizeof(expected), "%s:%s", path, cases[i / 2][1]);
+		assert_string_equal(got, expected);
+		free(got);
+		mp_loads_finish(&l);
+		mp_diags_finish(&d);
+		unlink(path);
+		free(path);
+	}
+}
+
 /* A load that underflows (1e-320 is below DBL_MIN ~2.2e-308, so strtod
  * says ERANGE) is a valid tiny load: kept as the subnormal double, or 0
  * below the smallest subnormal (~4.9e-324). Overflow stays refused. */
@@ -1510,6 +1614,8 @@ int main(void)
 		cmocka_unit_test(loader__inline_scenario),
 		cmocka_unit_test(loader__traffic_files),
 		cmocka_unit_test(loader__tiny_loads_are_accepted),
+		cmocka_unit_test(loader__sglang_json_dump_streamed),
+		cmocka_unit_test(loader__sglang_json_dump_bad),
 		cmocka_unit_test(loader__plan_as_loads_is_one_error),
 		cmocka_unit_test(loader__map_reports_every_problem),
 		cmocka_unit_test(loader__map_bad_ids_do_not_hide_other_problems),

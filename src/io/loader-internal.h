@@ -211,6 +211,56 @@ enum ld_qerr {
  * getters refuse it for every kind but NULL and "count", issue 26). */
 enum ld_qerr ld_parse_quantity(const char *text, const char *kind, double *out);
 
+/** A load: a plain number (no unit) from ld_parse_quantity, with an
+ * underflow to a subnormal or 0 taken as that value (loader.c).
+ * The caller checks the range 0 to LD_MAX_LOAD. */
+enum ld_qerr ld_parse_load(const char *text, double *out);
+
+/* libyaml's time grows faster than linearly with the nesting of flow
+ * collections ("[[[[..."; 40,000 levels take seconds), so deep nesting is
+ * refused before parsing. Brackets are counted outside comments; a quoted
+ * string full of brackets can only make the count larger, never hide a
+ * level. No input of ours nests deeper than 4. */
+#define LD_MAX_FLOW_DEPTH 1000
+
+/** The bracket count of a text read in pieces (ld_depth_scan). */
+struct ld_depth {
+	size_t depth;  /* open '[' and '{' */
+	bool comment;  /* inside a '#' comment */
+	char prev;     /* the byte before the next piece ('\n' at the start) */
+	size_t seen;   /* bytes scanned before the next piece */
+};
+#define LD_DEPTH_INIT {0, false, '\n', 0}
+
+/** Scan the next n bytes of a text: true when its flow lists or mappings
+ * nest deeper than LD_MAX_FLOW_DEPTH, *at the offending byte's index in
+ * the whole text (loader.c). */
+bool ld_depth_scan(struct ld_depth *st, const char *data, size_t n, size_t *at);
+
+/** ld_depth_scan over a whole text. */
+bool ld_text_too_deep(const struct ld_text *text, size_t *at);
+
+/** ld_stream_logical_count: the text is not a plain SGLang dump. */
+#define LD_STREAM_OTHER 1
+
+/** Sum a plain SGLang expert-distribution dump ({"logical_count":
+ * [windows][layers][experts] of plain numbers 0 to LD_MAX_LOAD, nothing
+ * else}) over its windows from libyaml's events, in memory of one
+ * [layers][experts] table (issue 26 item 8; loader-loads-stream.c).
+ * Returns 0 with *sum a new [*rows][*cols] array (free it), or
+ * LD_STREAM_OTHER (nothing allocated) for any other text, bad ones
+ * included: read those with ld_open_text, which reports them. */
+int ld_stream_logical_count(const struct ld_text *text, double **sum, uint32_t *rows,
+			    uint32_t *cols);
+
+/** ld_stream_logical_count on a regular file at path, read in pieces
+ * (memory: the result, not the file), with ld_read_text's checks (size,
+ * NUL bytes) and the flow-depth limit made on each piece. LD_STREAM_OTHER
+ * for anything else (not a regular file, a check failing, another text):
+ * read it with ld_read_text and ld_open_text, which report it. */
+int ld_stream_logical_count_file(const char *path, double **sum, uint32_t *rows,
+				 uint32_t *cols);
+
 /** The units accepted for kind, for messages ("B, kB, MB, ..."). */
 const char *ld_units_help(const char *kind);
 

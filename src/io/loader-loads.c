@@ -85,30 +85,6 @@ static char *csv_source(const char *comment, size_t len)
 	return s;
 }
 
-/* One load: a plain number from 0 to LD_MAX_LOAD. ld_parse_quantity
- * refuses a value that underflows (strtod's ERANGE for 1e-320); a load so
- * small rounds to a subnormal or to 0, both valid loads, so it is taken
- * here. An overflow (1e999) stays LDQ_RANGE. */
-static enum ld_qerr parse_load(const char *text, double *out)
-{
-	enum ld_qerr e = ld_parse_quantity(text, NULL, out);
-	if (e != LDQ_RANGE) {
-		return e;
-	}
-	char *end = NULL;
-	errno = 0;
-	double v = strtod(text, &end);
-	bool underflow = errno == ERANGE && fabs(v) <= DBL_MIN;
-	while (*end == ' ' || *end == '\t') {
-		end++;
-	}
-	if (!underflow || *end != '\0') {
-		return LDQ_RANGE;
-	}
-	*out = v;
-	return LDQ_OK;
-}
-
 static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int column,
 		     uint32_t row, uint32_t col, double *out, bool *ok)
 {
@@ -125,7 +101,7 @@ static void csv_cell(struct ld *ld, const char *cell, size_t len, int line, int 
 		memcpy(buf + n, "...", 4);
 	}
 	double v = 0.0;
-	enum ld_qerr e = n < len ? LDQ_NOT_NUMBER : parse_load(buf, &v);
+	enum ld_qerr e = n < len ? LDQ_NOT_NUMBER : ld_parse_load(buf, &v);
 	switch (e) {
 	case LDQ_OK:
 		if (v < 0.0) {
@@ -615,7 +591,7 @@ static bool read_matrix(struct ld *ld, const yaml_node_t *node, const char *what
 			const yaml_node_t *cell = ld_node(ld, row->data.sequence.items.start[c]);
 			const char *text = ld_scalar(cell);
 			double x = 0.0;
-			enum ld_qerr e = text ? parse_load(text, &x) : LDQ_NOT_NUMBER;
+			enum ld_qerr e = text ? ld_parse_load(text, &x) : LDQ_NOT_NUMBER;
 			if (text && ld_is_quoted(cell)) {
 				char vbuf[48], got[160];
 				snprintf(vbuf, sizeof(vbuf), "%.40s", text);
@@ -863,6 +839,48 @@ static void parse_loads_doc(struct ld *ld, struct mp_loads *out)
 	free(source);
 }
 
+/* SGLang's dump read from events (loader-loads-stream.c), from text or,
+ * when text is NULL, from the file at path in pieces; as parse_loads_doc
+ * would read it. LD_STREAM_OTHER (out untouched) for anything the tree
+ * reader must read and report. */
+static int stream_dump(const char *path, const struct ld_text *text, struct mp_loads *out)
+{
+	double *sum = NULL;
+	uint32_t rows = 0;
+	uint32_t cols = 0;
+	size_t deep = 0;
+	if (text ? ld_text_too_deep(text, &deep) || ld_stream_logical_count(text, &sum, &rows, &cols)
+		 : ld_stream_logical_count_file(path, &sum, &rows, &cols)) {
+		return LD_STREAM_OTHER;
+	}
+	struct mp_loads tmp;
+	mp_loads_init(&tmp);
+	int rc = loads_from(&tmp, sum, rows, cols, NULL);
+	free(sum);
+	if (rc == 0) {
+		rc = loads_every_layer(&tmp);
+	}
+	if (rc == 0 && !(tmp.path = strdup(path))) {
+		rc = MP_ENOMEM;
+	}
+	if (rc != 0) {
+		mp_loads_finish(&tmp);
+		return LD_STREAM_OTHER;
+	}
+	mp_loads_finish(out);
+	*out = tmp;
+	return 0;
+}
+
+/* True when the name alone says YAML/JSON (looks_like_csv). */
+static bool named_yaml(const char *path)
+{
+	size_t len = strlen(path);
+	return (len >= 5 && strcasecmp(path + len - 5, ".json") == 0) ||
+	       (len >= 5 && strcasecmp(path + len - 5, ".yaml") == 0) ||
+	       (len >= 4 && strcasecmp(path + len - 4, ".yml") == 0);
+}
+
 /* CSV unless the name or the first significant character says YAML/JSON. */
 static bool looks_like_csv(const char *path, const struct ld_text *text)
 {
@@ -921,6 +939,10 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 		}
 		return rc;
 	}
+	/* SGLang's JSON dump in pieces: the text is never held whole */
+	if (strcmp(path, "-") != 0 && named_yaml(path) && stream_dump(path, NULL, out) == 0) {
+		return 0;
+	}
 	struct ld_text text = {0};
 	int rc = ld_read_text(path, &text, diags);
 	if (rc != 0) {
@@ -930,6 +952,11 @@ int mp_load_loads(const char *path, struct mp_loads *out, struct mp_diags *diags
 	mp_loads_init(&tmp);
 	if (looks_like_csv(path, &text)) {
 		rc = parse_csv(path, &text, &tmp, diags);
+	} else if (stream_dump(path, &text, &tmp) == 0) {
+		ld_text_finish(&text);
+		mp_loads_finish(out);
+		*out = tmp;
+		return 0;
 	} else {
 		struct ld ld;
 		rc = ld_open_text(&ld, path, &text, diags);

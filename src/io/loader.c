@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -281,40 +282,50 @@ static void report_parser_error(struct ld *ld, const yaml_parser_t *parser,
 	}
 }
 
-/* libyaml's time grows faster than linearly with the nesting of flow
- * collections ("[[[[..."; 40,000 levels take seconds), so deep nesting is
- * refused before parsing. Brackets are counted outside comments; a quoted
- * string full of brackets can only make the count larger, never hide a
- * level. No input of ours nests deeper than 4. */
-#define LD_MAX_FLOW_DEPTH 1000
+/* Deep flow nesting is refused before parsing (LD_MAX_FLOW_DEPTH). */
+bool ld_depth_scan(struct ld_depth *st, const char *data, size_t n, size_t *at)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = data[i];
+		char prev = st->prev;
+		st->prev = c;
+		if (c == '\n') {
+			st->comment = false;
+		} else if (st->comment) {
+			continue;
+		} else if (c == '#' && (prev == ' ' || prev == '\t' || prev == '\n')) {
+			st->comment = true;
+		} else if (c == '[' || c == '{') {
+			st->depth++;
+			if (st->depth > LD_MAX_FLOW_DEPTH) {
+				*at = st->seen + i;
+				return true;
+			}
+		} else if ((c == ']' || c == '}') && st->depth > 0) {
+			st->depth--;
+		}
+	}
+	st->seen += n;
+	return false;
+}
+
+bool ld_text_too_deep(const struct ld_text *text, size_t *at)
+{
+	struct ld_depth st = LD_DEPTH_INIT;
+	return ld_depth_scan(&st, text->data, text->size, at);
+}
 
 static bool flow_too_deep(struct ld *ld, const struct ld_text *text)
 {
-	size_t depth = 0;
-	bool comment = false;
-	for (size_t i = 0; i < text->size; i++) {
-		char c = text->data[i];
-		if (c == '\n') {
-			comment = false;
-		} else if (comment) {
-			continue;
-		} else if (c == '#' && (i == 0 || text->data[i - 1] == ' ' || text->data[i - 1] == '\t' ||
-					text->data[i - 1] == '\n')) {
-			comment = true;
-		} else if (c == '[' || c == '{') {
-			depth++;
-			if (depth > LD_MAX_FLOW_DEPTH) {
-				int line = 0;
-				int column = 0;
-				position_of(text->data, i, &line, &column);
-				ld_error_at(ld, line, column, "lists or mappings nested more than %d levels deep", LD_MAX_FLOW_DEPTH);
-				return true;
-			}
-		} else if ((c == ']' || c == '}') && depth > 0) {
-			depth--;
-		}
+	size_t i = 0;
+	if (!ld_text_too_deep(text, &i)) {
+		return false;
 	}
-	return false;
+	int line = 0;
+	int column = 0;
+	position_of(text->data, i, &line, &column);
+	ld_error_at(ld, line, column, "lists or mappings nested more than %d levels deep", LD_MAX_FLOW_DEPTH);
+	return true;
 }
 
 /* True for a tag that makes a scalar a string: !!str (resolved by the
@@ -782,6 +793,31 @@ yaml_node_t *ld_require(struct ld *ld, const yaml_node_t *map, const char *what,
 }
 
 /* ------------------------------------------------------------ numbers */
+
+/* One load: a plain number from 0 to LD_MAX_LOAD. ld_parse_quantity
+ * refuses a value that underflows (strtod's ERANGE for 1e-320); a load so
+ * small rounds to a subnormal or to 0, both valid loads, so it is taken
+ * here. An overflow (1e999) stays LDQ_RANGE. */
+enum ld_qerr ld_parse_load(const char *text, double *out)
+{
+	enum ld_qerr e = ld_parse_quantity(text, NULL, out);
+	if (e != LDQ_RANGE) {
+		return e;
+	}
+	char *end = NULL;
+	errno = 0;
+	double v = strtod(text, &end);
+	bool underflow = errno == ERANGE && fabs(v) <= DBL_MIN;
+	while (*end == ' ' || *end == '\t') {
+		end++;
+	}
+	if (!underflow || *end != '\0') {
+		return LDQ_RANGE;
+	}
+	*out = v;
+	return LDQ_OK;
+}
+
 
 /* Length of a decimal number at s: [+-]? (digits [. digits?] | . digits)
  * ([eE] [+-]? digits)?; 0 when there is none. */
