@@ -72,6 +72,12 @@ static void fill(struct enumr *x, uint32_t left, double mx, struct cur gpu, uint
 		x->used[first] = false;
 		return;
 	}
+	/* k < S <= 4 (the enumeration runs S = 2..4); said where GCC's
+	 * release build sees it, as its -Warray-bounds cannot follow the
+	 * recursion */
+	if (k >= sizeof(gpu.it) / sizeof(gpu.it[0])) {
+		return;
+	}
 	for (uint32_t i = gpu.it[k - 1] + 1; i < x->n; i++) {
 		if (x->used[i]) {
 			continue;
