@@ -248,7 +248,7 @@ static uint32_t candidates(struct ds *s, uint32_t top, struct move *best)
 		if (s->cnt[s->slot[a]] < 2) {
 			continue;
 		}
-		uint32_t g = a / s->S;
+		uint32_t g = a / s->S; /* NOLINT(clang-analyzer-core.DivideZero): S >= 1 slot per GPU (ds_init) */
 		uint32_t lo = g == top ? 0 : top * s->S, hi = g == top ? s->E : (top + 1) * s->S;
 		for (uint32_t i = lo; i < hi; i++) {
 			uint32_t x = g == top ? i : s->slot[i];
@@ -320,6 +320,8 @@ static void ds_free(struct ds *s)
 	free(s->rep);
 	free(s->sl);
 	free(s->sl_try);
+	/* ds_init frees on failure and its caller frees again: make that a no-op */
+	memset(s, 0, sizeof(*s));
 }
 
 static int ds_init(struct ds *s, const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G,

@@ -732,6 +732,7 @@ static uint32_t extend_limit(const struct mp_model *model, const struct mp_phase
 	uint32_t cap = phase->gpus ? phase->gpus : MP_MAX_GPUS;
 	if (kind == MP_PHASE_PREFILL && phase->ep_max_default && !phase->ep && *beyond &&
 	    *beyond <= cap) {
+		// cppcheck-suppress identicalInnerCondition ; the width found is returned, not a truth value
 		return *beyond;
 	}
 	return limit;
