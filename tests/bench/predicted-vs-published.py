@@ -9,9 +9,9 @@ markdown table: published figure, predicted, signed error. The published
 figures and their sources:
   [P] deepseek-ai/profile-data@449602428a1b README: decode, H800, EP128,
       128 requests per GPU, 4K prompt, two micro-batches, balanced; 96 ms
-      per step (the per-kernel reading of its trace, see
-      ../shared/reference/kernels/ deepseek_decode_trace_excerpt: routed
-      GEMMs + activation 128 us per layer and micro-batch).
+      per step (a third party's per-kernel reading of its decode trace,
+      zdszero.github.io "deepseek_profile": routed GEMMs + activation
+      128 us per layer and micro-batch).
   [S] seed 000 (the V4.1-Flash article): EP64 step at 8 requests 10.0 ms;
       EP64/EP8 tokens/s per GPU 1.36 at 8 requests, 1.06 at 256.
 """
