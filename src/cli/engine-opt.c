@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "moeplan/map.h"
 #include "moeplan/traffic.h"
@@ -32,7 +33,13 @@ bool cli_engine_parse_algorithm(const char *cmd, const char *name, struct cli_en
 
 enum mp_dispatch_rule cli_engine_of_file(const char *path)
 {
-	FILE *f = path && strcmp(path, "-") != 0 ? fopen(path, "rb") : NULL;
+	/* only a regular file is sniffed: a FIFO's bytes are read once, by
+	 * the loader, and a second open of it would wait for a writer */
+	struct stat st;
+	if (!path || strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		return MP_DISPATCH_EVEN;
+	}
+	FILE *f = fopen(path, "rb");
 	if (!f) {
 		return MP_DISPATCH_EVEN;
 	}

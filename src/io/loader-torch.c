@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <zip.h>
 
@@ -833,8 +834,15 @@ static int tz_error(struct tz *z, int code, const char *fmt, ...)
 	return code;
 }
 
+/* Only a regular file can be a zip (libzip seeks): a FIFO or a terminal
+ * is left unopened here, so that its bytes are read once, by
+ * ld_read_text, and a FIFO named *.json does not hang on a second open. */
 bool ld_is_zip(const char *path)
 {
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		return false;
+	}
 	FILE *f = fopen(path, "rb");
 	if (!f) {
 		return false;
