@@ -57,6 +57,10 @@ BLOCKS = {
                      "v41-tpot.txt"], "file:v41-tpot.txt:chosen decode:placement prefill", "text")],
     "library-source": [("source", "tests/example-plan-layer.c", "c")],
     "library-output": [(None, "stdout", "text")],
+    # README "Predicted vs published": the rows and src/model/published-error.c come from
+    # one run of this script (--write rewrites both; tests/published-error.py checks the
+    # errors compiled in against the README rows)
+    "predicted-vs-published": [("script", "tests/bench/predicted-vs-published.py", None)],
 }
 
 BEGIN = re.compile(r"^<!-- BEGIN generated: ([a-z0-9-]+) -->$")
@@ -79,6 +83,13 @@ def render(name, args, work):
         if cmd == "source":  # a source file shown whole
             with open(os.path.join(args.root, what)) as f:
                 out.append(f"```{lang}\n{f.read()}```\n")
+            continue
+        if cmd == "script":  # a generator script's own output, not fenced
+            r = run([sys.executable, os.path.join(os.path.abspath(args.root), what), "--moeplan",
+                     os.path.abspath(args.moeplan)], work)
+            if r.returncode != 0:
+                sys.exit(f"{name}: {what} failed: {r.stderr}")
+            out.append(r.stdout)
             continue
         if cmd is None:  # the library example
             r = run([os.path.abspath(args.example)], work)

@@ -1,0 +1,84 @@
+/* How far to trust a figure (trust.h): summaries of the published errors
+ * in published-error.c (generated). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "published-error.h"
+
+static const char *const kind_names[MP_TRUST_KIND_COUNT] = {
+	"step time", "decode tokens/s per GPU", "tokens/s per user", "TPOT", "prefill tokens/s per GPU", "TTFT",
+};
+
+const char *mp_trust_kind_name(enum mp_trust_kind kind)
+{
+	return (unsigned)kind < MP_TRUST_KIND_COUNT ? kind_names[kind] : "?";
+}
+
+/* The k-th smallest absolute error (insertion sort of at most
+ * MP_PUBLISHED_MAX values). */
+static double median_abs(const double *e, int n)
+{
+	double a[MP_PUBLISHED_MAX];
+	for (int i = 0; i < n; i++) {
+		double v = fabs(e[i]);
+		int j = i;
+		for (; j > 0 && a[j - 1] > v; j--) {
+			a[j] = a[j - 1];
+		}
+		a[j] = v;
+	}
+	return n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
+}
+
+int mp_trust_of(enum mp_trust_kind kind, struct mp_trust *out)
+{
+	memset(out, 0, sizeof(*out));
+	if ((unsigned)kind >= MP_TRUST_KIND_COUNT) {
+		return 0;
+	}
+	const struct mp_published_set *s = &mp_published_error[kind];
+	if (s->n <= 0 || s->n > MP_PUBLISHED_MAX) {
+		return 0;
+	}
+	out->n = s->n;
+	out->min = out->max = s->err[0];
+	for (int i = 1; i < s->n; i++) {
+		out->min = fmin(out->min, s->err[i]);
+		out->max = fmax(out->max, s->err[i]);
+	}
+	out->median_abs = median_abs(s->err, s->n);
+	return out->n;
+}
+
+const char *mp_trust_text(enum mp_trust_kind kind, char *buf, size_t size)
+{
+	struct mp_trust t;
+	if (size == 0) {
+		return buf;
+	}
+	if (mp_trust_of(kind, &t) == 0) {
+		snprintf(buf, size, "no published case; see README \"Predicted vs published\"");
+	} else if (t.n == 1) {
+		snprintf(buf, size, "published case: %+.0f%%, n=1; see README \"Predicted vs published\"",
+			 100 * t.min);
+	} else {
+		snprintf(buf, size,
+			 "published cases: %+.0f%%..%+.0f%%, median |err| %.0f%%, n=%d; see README "
+			 "\"Predicted vs published\"",
+			 100 * t.min, 100 * t.max, 100 * t.median_abs, t.n);
+	}
+	return buf;
+}
+
+void mp_trust_put(struct mp_doc *map, const char *key, enum mp_trust_kind kind)
+{
+	struct mp_trust t;
+	mp_trust_of(kind, &t);
+	struct mp_doc *e = mp_doc_map();
+	mp_doc_put_int(e, "n", t.n);
+	mp_doc_put_real(e, "min", t.min);
+	mp_doc_put_real(e, "max", t.max);
+	mp_doc_put_real(e, "median_abs", t.median_abs);
+	mp_doc_put(map, key, e);
+}
