@@ -282,7 +282,8 @@ MP_EXPORT int mp_step_calibrate(const struct mp_model *model, const struct mp_ha
  * used), hbm_free_bytes (null when hbm is NULL) and max_requests (null
  * when has_max is false). With a kernel table (s->kernel_table) each term
  * also has pricing: "table", "table_clamped" or "factors". Returns a new map, or NULL on allocation
- * failure. */
+ * failure. Also error_vs_published: the measured error on published
+ * cases of the figures above (trust.h, mp_trust_put_phase). */
 MP_EXPORT struct mp_doc *mp_step_doc(const struct mp_step *step, enum mp_step_phase phase, uint32_t ep,
 			   const struct mp_capacity *hbm, bool has_max, uint64_t max_requests);
 

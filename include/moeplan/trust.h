@@ -11,6 +11,7 @@
 #ifndef MOEPLAN_TRUST_H
 #define MOEPLAN_TRUST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "moeplan/doc.h"
@@ -53,9 +54,28 @@ MP_EXPORT int mp_trust_of(enum mp_trust_kind kind, struct mp_trust *out);
  * whole percent), or "no published case; see README ...". Returns buf. */
 MP_EXPORT const char *mp_trust_text(enum mp_trust_kind kind, char *buf, size_t size);
 
+/** The same summary without the prefix and the pointer to the README:
+ * "-34%..+92%, median |err| 35%, n=5", "+92%, n=1" or "no published
+ * case". Returns buf. */
+MP_EXPORT const char *mp_trust_short(enum mp_trust_kind kind, char *buf, size_t size);
+
 /** Puts KIND's summary into the map `map` under `key` as
- * {n, min, max, median_abs} (fractions; n 0 with no published case). */
+ * {n, min, max, median_abs} (fractions; with no published case n is 0
+ * and the others null). */
 MP_EXPORT void mp_trust_put(struct mp_doc *map, const char *key, enum mp_trust_kind kind);
+
+/** Puts "error_vs_published" into a phase's map: a map from the names of
+ * the figures beside it to their summaries (mp_trust_put): step_time_s,
+ * tokens_per_s_per_gpu, and tokens_per_s_per_user and tpot_s (decode) or
+ * ttft_s (prefill). */
+MP_EXPORT void mp_trust_put_phase(struct mp_doc *map, bool decode);
+
+/** Puts "error_vs_published" beside end-to-end rates (search's pools):
+ * input_tokens_per_s_per_gpu (the prefill class), output_tokens_per_s_per_gpu
+ * (the decode class) and, when per_user, tokens_per_s_per_user. An
+ * end-to-end rate is made from the phases' rates, so it carries at least
+ * their error. */
+MP_EXPORT void mp_trust_put_rates(struct mp_doc *map, bool per_user);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * largest batch; optionally one factor calibrated from a measured step and
  * predictions at other widths with it. */
 #include "cli.h"
+#include "trust-note.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -305,6 +306,7 @@ static void print_point(FILE *f, const struct step_point *p)
 		fprintf(f, "TTFT %.3f ms for a %.0f-token prompt; %.1f input tokens/s per GPU\n",
 			s->ttft_s * 1e3, p->in.isl, s->tokens_per_s_per_gpu);
 	}
+	cli_trust_phase(f, "  ", decode);
 	if (p->has_hbm) {
 		char fr[32];
 		cli_si(fabs((double)p->hbm.free_bytes), "B", fr, sizeof(fr));

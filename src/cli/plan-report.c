@@ -2,6 +2,7 @@
  * Markdown summary of its decisions (cli.h). Everything shown is read from
  * the plan and the scenario, the width table from the plan's own ranking. */
 #include "cli.h"
+#include "trust-note.h"
 
 #include <errno.h>
 
@@ -226,6 +227,7 @@ static void write_widths(FILE *f, const struct report *r, bool decode)
 		fprintf(f, " |\n");
 	}
 	fprintf(f, "\n");
+	cli_trust_markdown(f, decode);
 }
 
 static void write_hbm(FILE *f, const struct report *r)

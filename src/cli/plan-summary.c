@@ -11,6 +11,7 @@
 #include "moeplan/plan.h"
 #include "moeplan/scenario.h"
 #include "moeplan/step.h"
+#include "moeplan/trust.h"
 
 /* The placement's quality over its MoE layers. */
 struct quality {
@@ -65,6 +66,30 @@ static void row(FILE *f, const char *label, const char *prefill, const char *dec
 struct cells {
 	char v[2][96];
 };
+
+/* The measured error on published cases of the step rows above
+ * (trust.h): step time, TTFT / TPOT, tokens/s per GPU. */
+static void trust_rows(FILE *f, const struct mp_phase_plan *ph[2])
+{
+	static const enum mp_trust_kind kinds[3][2] = {
+		{MP_TRUST_STEP_TIME, MP_TRUST_STEP_TIME},
+		{MP_TRUST_TTFT, MP_TRUST_TPOT},
+		{MP_TRUST_PREFILL_TPS_GPU, MP_TRUST_DECODE_TPS_GPU},
+	};
+	static const char *const labels[3] = {"  error vs published: step", "  error: TTFT / TPOT",
+					      "  error: tokens/s per GPU"};
+	struct cells c;
+	for (int k = 0; k < 3; k++) {
+		for (int i = 0; i < 2; i++) {
+			if (ph[i]->has_step) {
+				mp_trust_short(kinds[k][i], c.v[i], sizeof(c.v[i]));
+			} else {
+				snprintf(c.v[i], sizeof(c.v[i]), "-");
+			}
+		}
+		row(f, labels[k], c.v[0], c.v[1]);
+	}
+}
 
 static void phase_cells(const struct mp_phase_plan *ph[2], const struct mp_phase_spec *spec[2],
 			uint32_t experts, FILE *f)
@@ -134,6 +159,7 @@ static void phase_cells(const struct mp_phase_plan *ph[2], const struct mp_phase
 				 st->tokens_per_s_per_gpu, i == 0 ? "input" : "output");
 		}
 		row(f, "  per GPU", c.v[0], c.v[1]);
+		trust_rows(f, ph);
 	}
 	/* The routed experts alone. With the step: its routed term (the
 	 * touched slots, at the busiest GPU), so it is part of the step time

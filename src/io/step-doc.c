@@ -1,5 +1,6 @@
 /* The step as a document (step.h, mp_step_doc). */
 #include "moeplan/step.h"
+#include "moeplan/trust.h"
 
 struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, uint32_t ep,
 			   const struct mp_capacity *hbm, bool has_max, uint64_t max_requests)
@@ -22,6 +23,7 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 	} else {
 		mp_doc_put_real(d, "ttft_s", s->ttft_s);
 	}
+	mp_trust_put_phase(d, decode);
 	mp_doc_put_real(d, "compute_s", s->compute_s);
 	mp_doc_put_real(d, "exchange_s", s->exchange_s);
 	mp_doc_put_real(d, "exposed_exchange_s", s->exposed_exchange_s);

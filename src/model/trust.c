@@ -51,22 +51,32 @@ int mp_trust_of(enum mp_trust_kind kind, struct mp_trust *out)
 	return out->n;
 }
 
-const char *mp_trust_text(enum mp_trust_kind kind, char *buf, size_t size)
+const char *mp_trust_short(enum mp_trust_kind kind, char *buf, size_t size)
 {
 	struct mp_trust t;
 	if (size == 0) {
 		return buf;
 	}
 	if (mp_trust_of(kind, &t) == 0) {
-		snprintf(buf, size, "no published case; see README \"Predicted vs published\"");
+		snprintf(buf, size, "no published case");
 	} else if (t.n == 1) {
-		snprintf(buf, size, "published case: %+.0f%%, n=1; see README \"Predicted vs published\"",
-			 100 * t.min);
+		snprintf(buf, size, "%+.0f%%, n=1", 100 * t.min);
 	} else {
-		snprintf(buf, size,
-			 "published cases: %+.0f%%..%+.0f%%, median |err| %.0f%%, n=%d; see README "
-			 "\"Predicted vs published\"",
-			 100 * t.min, 100 * t.max, 100 * t.median_abs, t.n);
+		snprintf(buf, size, "%+.0f%%..%+.0f%%, median |err| %.0f%%, n=%d", 100 * t.min, 100 * t.max,
+			 100 * t.median_abs, t.n);
+	}
+	return buf;
+}
+
+const char *mp_trust_text(enum mp_trust_kind kind, char *buf, size_t size)
+{
+	char s[96];
+	struct mp_trust t;
+	int n = mp_trust_of(kind, &t);
+	mp_trust_short(kind, s, sizeof(s));
+	if (size > 0) {
+		snprintf(buf, size, "%s%s; see README \"Predicted vs published\"",
+			 n == 0 ? "" : n == 1 ? "published case: " : "published cases: ", s);
 	}
 	return buf;
 }
@@ -74,11 +84,36 @@ const char *mp_trust_text(enum mp_trust_kind kind, char *buf, size_t size)
 void mp_trust_put(struct mp_doc *map, const char *key, enum mp_trust_kind kind)
 {
 	struct mp_trust t;
-	mp_trust_of(kind, &t);
+	bool any = mp_trust_of(kind, &t) > 0;
 	struct mp_doc *e = mp_doc_map();
 	mp_doc_put_int(e, "n", t.n);
-	mp_doc_put_real(e, "min", t.min);
-	mp_doc_put_real(e, "max", t.max);
-	mp_doc_put_real(e, "median_abs", t.median_abs);
+	mp_doc_put_real(e, "min", any ? t.min : (double)NAN); /* null without a case */
+	mp_doc_put_real(e, "max", any ? t.max : (double)NAN);
+	mp_doc_put_real(e, "median_abs", any ? t.median_abs : (double)NAN);
 	mp_doc_put(map, key, e);
+}
+
+void mp_trust_put_phase(struct mp_doc *map, bool decode)
+{
+	struct mp_doc *e = mp_doc_map();
+	mp_trust_put(e, "step_time_s", MP_TRUST_STEP_TIME);
+	mp_trust_put(e, "tokens_per_s_per_gpu", decode ? MP_TRUST_DECODE_TPS_GPU : MP_TRUST_PREFILL_TPS_GPU);
+	if (decode) {
+		mp_trust_put(e, "tokens_per_s_per_user", MP_TRUST_TPS_USER);
+		mp_trust_put(e, "tpot_s", MP_TRUST_TPOT);
+	} else {
+		mp_trust_put(e, "ttft_s", MP_TRUST_TTFT);
+	}
+	mp_doc_put(map, "error_vs_published", e);
+}
+
+void mp_trust_put_rates(struct mp_doc *map, bool per_user)
+{
+	struct mp_doc *e = mp_doc_map();
+	mp_trust_put(e, "input_tokens_per_s_per_gpu", MP_TRUST_PREFILL_TPS_GPU);
+	mp_trust_put(e, "output_tokens_per_s_per_gpu", MP_TRUST_DECODE_TPS_GPU);
+	if (per_user) {
+		mp_trust_put(e, "tokens_per_s_per_user", MP_TRUST_TPS_USER);
+	}
+	mp_doc_put(map, "error_vs_published", e);
 }

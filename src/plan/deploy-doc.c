@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "moeplan/plan.h"
+#include "moeplan/trust.h"
 
 static struct mp_doc *point_doc(const struct mp_search_point *p)
 {
@@ -36,6 +37,7 @@ static struct mp_doc *point_doc(const struct mp_search_point *p)
 	} else {
 		mp_doc_put_real(d, "ttft_s", p->eval.ttft_s);
 	}
+	mp_trust_put_phase(d, decode);
 	return d;
 }
 
@@ -89,6 +91,7 @@ static struct mp_doc *pools_doc(const struct mp_pools *p)
 	mp_doc_put_real(d, "requests_per_s_per_gpu", p->requests_per_s_per_gpu);
 	mp_doc_put_real(d, "input_tokens_per_s_per_gpu", p->input_tokens_per_s_per_gpu);
 	mp_doc_put_real(d, "output_tokens_per_s_per_gpu", p->output_tokens_per_s_per_gpu);
+	mp_trust_put_rates(d, false);
 	mp_doc_put_real(d, "prefill_utilisation", p->prefill_utilisation);
 	mp_doc_put_real(d, "decode_utilisation", p->decode_utilisation);
 	mp_doc_put_real(d, "kv_bytes_per_request", p->kv_bytes_per_request);
@@ -112,6 +115,7 @@ static struct mp_doc *colocated_doc(const struct mp_deploy *dep)
 	mp_doc_put_real(d, "output_tokens_per_s_per_gpu", c->output_tokens_per_s_per_gpu);
 	mp_doc_put_real(d, "prefill_time_share", c->prefill_time_share);
 	mp_doc_put_real(d, "tokens_per_s_per_user", c->tokens_per_s_per_user);
+	mp_trust_put_rates(d, true);
 	return d;
 }
 

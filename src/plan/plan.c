@@ -2,6 +2,7 @@
  * placement of each phase. */
 #include "moeplan/plan.h"
 #include "moeplan/simulate.h"
+#include "moeplan/trust.h"
 #include "moeplan/widths.h"
 
 #include <math.h>
@@ -44,7 +45,7 @@ void mp_plan_finish(struct mp_plan *plan)
 	phase_finish(&plan->decode);
 }
 
-static struct mp_doc *widths_doc(const struct mp_widths *widths)
+static struct mp_doc *widths_doc(const struct mp_widths *widths, bool decode)
 {
 	struct mp_doc *list = mp_doc_list();
 	for (size_t i = 0; i < widths->count; i++) {
@@ -63,6 +64,7 @@ static struct mp_doc *widths_doc(const struct mp_widths *widths)
 				mp_doc_put_real(d, "step_time_s", c->step.step_time_s);
 				mp_doc_put_real(d, "tokens_per_s_per_user", c->step.tokens_per_s_per_user);
 				mp_doc_put_real(d, "ttft_s", c->step.ttft_s);
+				mp_trust_put_phase(d, decode);
 			}
 			mp_doc_put_bool(d, "fits", c->hbm.fits);
 			mp_doc_put_int(d, "free_bytes", c->hbm.free_bytes);
@@ -544,7 +546,7 @@ static struct mp_doc *phase_doc(const struct mp_phase_plan *ph, const struct mp_
 	struct mp_doc *roofline = mp_doc_map();
 	mp_roofline_point_put(roofline, &ph->roofline);
 	mp_doc_put(d, "roofline", roofline);
-	mp_doc_put(d, "widths", widths_doc(&ph->widths));
+	mp_doc_put(d, "widths", widths_doc(&ph->widths, strcmp(ph->phase, "decode") == 0));
 	if (ph->dispatch.rule != MP_DISPATCH_EVEN) {
 		mp_doc_put(d, "engine", engine_doc(ph));
 	}
