@@ -2,6 +2,7 @@
  * fronts of both phases, the chosen configurations, the pools, the
  * co-located alternative and the chosen widths' placements. */
 #include "cli.h"
+#include "trust-note.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -151,6 +152,7 @@ static void print_phase(FILE *out, const struct mp_search_phase *ph, const char 
 		}
 	}
 	fprintf(out, "  %s\n", ph->why);
+	cli_trust_phase(out, "  ", decode);
 }
 
 /* The chosen point again with its full placement's busiest-GPU factor. */

@@ -2,6 +2,7 @@
  * width, the chosen point marked), the pools as a bar, and a one-page
  * Markdown summary (cli.h). Everything shown is read from the result. */
 #include "cli.h"
+#include "trust-note.h"
 
 #include <errno.h>
 #include <math.h>
@@ -215,6 +216,8 @@ static int write_report(void *user, FILE *f)
 	chosen_row(f, "prefill", &d->prefill);
 	chosen_row(f, "decode", &d->decode);
 	fprintf(f, "\n");
+	cli_trust_markdown(f, 0);
+	cli_trust_markdown(f, 1);
 	if (d->has_pools) {
 		const struct mp_pools *p = &d->pools;
 		fprintf(f, "## Pools\n\n| | value |\n|---|---:|\n");
