@@ -15,11 +15,14 @@ const char *mp_trust_kind_name(enum mp_trust_kind kind)
 	return (unsigned)kind < MP_TRUST_KIND_COUNT ? kind_names[kind] : "?";
 }
 
-/* The k-th smallest absolute error (insertion sort of at most
- * MP_PUBLISHED_MAX values). */
+/* The median of the n (1..MP_PUBLISHED_MAX) absolute errors, the mean of
+ * the two middle ones when n is even (an insertion sort into a). */
 static double median_abs(const double *e, int n)
 {
-	double a[MP_PUBLISHED_MAX];
+	double a[MP_PUBLISHED_MAX] = {0};
+	if (n <= 0 || n > MP_PUBLISHED_MAX) {
+		return 0.0;
+	}
 	for (int i = 0; i < n; i++) {
 		double v = fabs(e[i]);
 		int j = i;
