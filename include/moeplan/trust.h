@@ -44,6 +44,12 @@ struct mp_trust {
  * ("step time", "TPOT", ...); "?" out of range. */
 MP_EXPORT const char *mp_trust_kind_name(enum mp_trust_kind kind);
 
+/** The summary of n signed errors err[0..n) (fractions) into *out: n,
+ * min, max, median of |err| (the mean of the two middle ones when n is
+ * even). Returns n; 0 (and *out zeroed) when err is NULL or n is outside
+ * 1..32. */
+MP_EXPORT int mp_trust_summarise(const double *err, int n, struct mp_trust *out);
+
 /** The summary of KIND's published errors into *out; returns out->n
  * (0: no published case, or KIND out of range). */
 MP_EXPORT int mp_trust_of(enum mp_trust_kind kind, struct mp_trust *out);

@@ -34,24 +34,29 @@ static double median_abs(const double *e, int n)
 	return n % 2 ? a[n / 2] : 0.5 * (a[n / 2 - 1] + a[n / 2]);
 }
 
-int mp_trust_of(enum mp_trust_kind kind, struct mp_trust *out)
+int mp_trust_summarise(const double *err, int n, struct mp_trust *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (!err || n <= 0 || n > MP_PUBLISHED_MAX) {
+		return 0;
+	}
+	out->n = n;
+	out->min = out->max = err[0];
+	for (int i = 1; i < n; i++) {
+		out->min = fmin(out->min, err[i]);
+		out->max = fmax(out->max, err[i]);
+	}
+	out->median_abs = median_abs(err, n);
+	return n;
+}
+
+int mp_trust_of(enum mp_trust_kind kind, struct mp_trust *out)
+{
 	if ((unsigned)kind >= MP_TRUST_KIND_COUNT) {
+		memset(out, 0, sizeof(*out));
 		return 0;
 	}
-	const struct mp_published_set *s = &mp_published_error[kind];
-	if (s->n <= 0 || s->n > MP_PUBLISHED_MAX) {
-		return 0;
-	}
-	out->n = s->n;
-	out->min = out->max = s->err[0];
-	for (int i = 1; i < s->n; i++) {
-		out->min = fmin(out->min, s->err[i]);
-		out->max = fmax(out->max, s->err[i]);
-	}
-	out->median_abs = median_abs(s->err, s->n);
-	return out->n;
+	return mp_trust_summarise(mp_published_error[kind].err, mp_published_error[kind].n, out);
 }
 
 const char *mp_trust_short(enum mp_trust_kind kind, char *buf, size_t size)
