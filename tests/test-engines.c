@@ -642,6 +642,105 @@ static void engines__place_sglang(void **state)
 	unlink(pl);
 }
 
+/* Issue 24, loads that skip MoE layers over three nodes (the bug: place
+ * --engine sglang reported 1.0006 where check of its map gave 1.239 on
+ * DeepSeek-V3 at EP72, because the placement walked SGLang's static
+ * streams over trivial rows where --export writes the nearest placed
+ * layer's row). A model of 8 hidden layers (layer 0 dense, 1-7 MoE, 16
+ * experts); loads for layers 2 and 5 only (rows 1, 3, 4 copy layer 2's
+ * row, 6 and 7 layer 5's: moeplan/export.h). 6 GPUs, 2 per node, 24
+ * slots (before the fix place reported 1.0044 and the map ran at 1.1455
+ * under the rule): the map's rows under SGLang's static rule (check --engine
+ * sglang, pinned to SGLang's code by tests/sglang-dispatch.py) must carry
+ * each layer's max_load as place reported it, and check of the
+ * placement (with the model, or against the recorder dump of all 8 rows
+ * without it) the same; replan --plan of both exits 0. */
+static void engines__skipped_layers_three_nodes(void **state)
+{
+	(void)state;
+	char model[64], loads[64], dump[64], pl[64], map[64], rp[64];
+	int pid = (int)getpid();
+	snprintf(model, sizeof(model), "/tmp/test-engines-sk-%d-m.yaml", pid);
+	snprintf(loads, sizeof(loads), "/tmp/test-engines-sk-%d.csv", pid);
+	snprintf(dump, sizeof(dump), "/tmp/test-engines-sk-%d-dump.json", pid);
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-sk-%d.json.yaml", pid);
+	snprintf(map, sizeof(map), "/tmp/test-engines-sk-%d.json", pid);
+	snprintf(rp, sizeof(rp), "/tmp/test-engines-sk-%d-re.yaml", pid);
+	FILE *f = fopen(model, "w");
+	assert_non_null(f);
+	fputs("name: tiny8\nhidden_size: 64\nmoe_layers: 7\ndense_layers: 1\nrouted_experts: 16\n"
+	      "top_k: 2\nexpert_intermediate_size: 32\ndense_weight_bytes: 1000 B\nkv_bytes_per_token: 10 B\n", f);
+	fclose(f);
+	FILE *lf = fopen(loads, "w"), *df = fopen(dump, "w");
+	assert_non_null(lf);
+	assert_non_null(df);
+	fputs("# layers: 2, 5\n", lf);
+	fputs("{\"logical_count\": [[", df); /* SGLang's recorder dump: a row per hidden layer */
+	for (int l = 0; l < 8; l++) {
+		fputs(l ? ",[" : "[", df);
+		for (int e = 0; e < 16; e++) { /* 1000 / (((5e + 3l) mod 16) + 1): skewed rows */
+			int v = l == 0 ? 0 : 1000 / (((5 * e + 3 * l) % 16) + 1);
+			fprintf(df, "%s%d", e ? "," : "", v);
+			if (l == 2 || l == 5) {
+				fprintf(lf, "%s%d", e ? "," : "", v);
+			}
+		}
+		fputc(']', df);
+		if (l == 2 || l == 5) {
+			fputc('\n', lf);
+		}
+	}
+	fputs("]]}\n", df);
+	fclose(lf);
+	fclose(df);
+	struct cli_result r = cli_run("place", loads, "--model", model, "--gpus", "6", "--slots", "24",
+				      "--gpus-per-node", "2", "--engine", "sglang", "-t", "0", "-f", "json",
+				      "-o", pl, "--export", "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "5 of 7 MoE layers had no loads of their own"));
+	cli_result_free(&r);
+	char *placed = cli_slurp(pl);
+	assert_non_null(placed);
+	const char *l5 = strstr(placed, "\"layer\": 5");
+	assert_non_null(l5);
+	double own2 = json_value(placed, "max_load"), own5 = json_value(l5, "max_load");
+	r = cli_run("check", map, "--gpus", "6", "--loads", loads, "--engine", "sglang", "--gpus-per-node", "2",
+		    "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	const char *c5 = strstr(r.out, "\"layer\": 5,");
+	assert_non_null(c5);
+	assert_true(fabs(json_value(r.out, "engine_max_load") - own2) <= own2 / 1e6);
+	assert_true(fabs(json_value(c5, "engine_max_load") - own5) <= own5 / 1e6);
+	double worst_map = json_value(r.out, "worst_engine_busiest_over_mean");
+	cli_result_free(&r);
+	const char *with_model[] = {"--model", model, NULL};
+	for (int i = 0; i < 2; i++) {
+		r = i == 0 ? cli_run("check", pl, "--loads", loads, "--engine", "sglang", "--gpus-per-node", "2",
+				     "-f", "json", with_model[0], with_model[1], NULL)
+			   : cli_run("check", pl, "--loads", dump, "--engine", "sglang", "--gpus-per-node", "2",
+				     "-f", "json", NULL);
+		assert_int_equal(r.status, 0);
+		assert_float_equal(json_value(r.out, "worst_engine_busiest_over_mean"), worst_map, 1e-9);
+		if (i == 1) {
+			assert_non_null(strstr(r.err, "skipped 5 rows of MoE layers 1, 3, 4, 6, 7"));
+		}
+		cli_result_free(&r);
+	}
+	const char *plans[] = {pl, map};
+	for (int i = 0; i < 2; i++) {
+		r = cli_run("replan", "--plan", plans[i], "--gpus", "6", "--loads", dump, "-t", "1", "-o", rp, NULL);
+		assert_int_equal(r.status, 0);
+		cli_result_free(&r);
+	}
+	free(placed);
+	unlink(model);
+	unlink(loads);
+	unlink(dump);
+	unlink(pl);
+	unlink(map);
+	unlink(rp);
+}
+
 /* plan --engine sglang (issue 24 item 3): the decode map it exports,
  * scored by check --engine sglang (pinned to SGLang's code by
  * tests/sglang-dispatch.py), has the busiest/mean the plan reports under
@@ -696,6 +795,7 @@ int main(void)
 		cmocka_unit_test(engines__check_model_rows),
 		cmocka_unit_test(engines__place_sglang),
 		cmocka_unit_test(engines__plan_sglang),
+		cmocka_unit_test(engines__skipped_layers_three_nodes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

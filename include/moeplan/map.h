@@ -132,6 +132,17 @@ MP_EXPORT void mp_placement_finish(struct mp_placement *placement);
 MP_EXPORT void mp_layer_placement_set_bound(struct mp_layer_placement *lp, double bound,
 				  enum mp_place_status status);
 
+/** Which placement row fills hidden layer h of the engine's map (the rule
+ * of mp_export_map, moeplan/export.h): the row planned for h; else, when h
+ * is a MoE layer (in moe_ids[n_moe], strictly increasing), the row whose
+ * layer is nearest (smallest |h - row_layer[r]|, the lower row on a tie);
+ * else UINT32_MAX (a dense layer: the identity row p % n_experts).
+ * row_layer[n_rows] strictly increasing hidden-layer ids; n_rows >= 1.
+ * Shared by the export and the placement under SGLang's static dispatch,
+ * whose random streams run over every row of the map (issue 24). */
+MP_EXPORT uint32_t mp_map_row_source(uint32_t h, const uint32_t *moe_ids, uint32_t n_moe,
+				     const uint32_t *row_layer, uint32_t n_rows);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,16 @@ struct mp_place_options {
 				     SGLang's random streams, hidden layers the loads skip (their
 				     layer_ids) dispatched as SGLang's trivial rows (p % E).
 				     MP_DISPATCH_VLLM: 1/r in expectation, so the even-split plan */
+	const uint32_t *map_moe_ids; /**< [map_n_moe] the model's MoE layers (0-based hidden-layer
+				     ids, strictly increasing), or NULL. With SGLang's static
+				     dispatch over several nodes, the hidden layers the loads skip
+				     are then dispatched as --export writes them
+				     (mp_map_row_source: a skipped MoE layer carries the nearest
+				     placed row, a dense layer the trivial row), so the reported
+				     loads are those of the exported map; NULL = every skipped
+				     layer as SGLang's trivial row p % E. Rows without layer_ids
+				     are the MoE layers in order when n_layers == map_n_moe. */
+	uint32_t map_n_moe;
 	/** Optional progress callback, called from the calling thread after each
 	 * layer (layers_done of n_layers, worst relative gap so far). */
 	void (*progress)(void *user, uint32_t layers_done, uint32_t n_layers, double worst_gap);

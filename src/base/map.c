@@ -107,3 +107,25 @@ void mp_layer_placement_set_bound(struct mp_layer_placement *lp, double bound,
 	lp->gap = mx > 0 ? (mx - lp->lower_bound) / mx : 0;
 	lp->status = status;
 }
+
+uint32_t mp_map_row_source(uint32_t h, const uint32_t *moe_ids, uint32_t n_moe, const uint32_t *row_layer,
+			   uint32_t n_rows)
+{
+	bool moe = false;
+	for (uint32_t k = 0; k < n_moe; k++) {
+		moe |= moe_ids[k] == h;
+	}
+	uint32_t best = UINT32_MAX;
+	uint32_t best_d = UINT32_MAX;
+	for (uint32_t r = 0; r < n_rows; r++) {
+		uint32_t d = row_layer[r] > h ? row_layer[r] - h : h - row_layer[r];
+		if (d == 0) {
+			return r;
+		}
+		if (d < best_d) {
+			best = r;
+			best_d = d;
+		}
+	}
+	return moe ? best : UINT32_MAX;
+}

@@ -437,5 +437,13 @@ enum mp_dispatch_rule cli_engine_of_file(const char *path);
  * G] out (heap, caller frees). Returns 0, MP_EINVAL or MP_ENOMEM. */
 int cli_engine_loads(const struct mp_dispatch *d, const struct mp_placement *map,
 		     const uint32_t *row_loads, const struct mp_loads *loads, double **gpu);
+/** The same for a moeplan plan or placement (engine-walk.c): row r is
+ * hidden layer own[r] (strictly increasing), moe[n_moe] the model's MoE
+ * layers; the streams walk the map --export writes from it (every hidden
+ * layer up to the last placed one, mp_map_row_source). gpu[n_layers * G]
+ * out per placement row (heap). Returns 0, MP_EINVAL or MP_ENOMEM. */
+int cli_engine_loads_exported(const struct mp_dispatch *d, const struct mp_placement *map,
+			      const uint32_t *own, const uint32_t *moe, uint32_t n_moe,
+			      const uint32_t *row_loads, const struct mp_loads *loads, double **gpu);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "moeplan/loader.h"
 #include "moeplan/placement.h"
+#include "moeplan/replan.h"
 
 #include <unistd.h>
 
@@ -233,6 +234,10 @@ struct check_engine {
 	struct mp_dispatch d;
 	double *gpu;    /* [rows * G] or NULL */
 	double *sglang; /* [rows * G] */
+	uint32_t *own;  /* [map rows]: a plan's rows' hidden layers, with --engine sglang; or NULL */
+	uint32_t *moe;  /* [n_moe]: the MoE layers (--model's, else the plan's and the loads') */
+	uint32_t n_moe;
+	bool moe_known; /* ce->moe from --model */
 };
 
 /* Row r of loads is row rows[r] of the whole map (NULL: row r). The
@@ -261,7 +266,9 @@ static int check_engine_loads(const struct mp_placement *full, const struct mp_l
 		if (pass == 1 && ce->d.rule == MP_DISPATCH_EVEN) {
 			break;
 		}
-		int rc = cli_engine_loads(pass == 0 ? &sg : &ce->d, full, row_loads, loads, &all);
+		int rc = pass == 1 && ce->own
+			? cli_engine_loads_exported(&ce->d, full, ce->own, ce->moe, ce->n_moe, row_loads, loads, &all)
+			: cli_engine_loads(pass == 0 ? &sg : &ce->d, full, row_loads, loads, &all);
 		double *sel = rc == 0 ? malloc((size_t)loads->n_layers * G * sizeof(*sel)) : NULL;
 		for (uint32_t r = 0; sel && r < loads->n_layers; r++) {
 			memcpy(sel + (size_t)r * G, all + (size_t)(rows ? rows[r] : r) * G, G * sizeof(*sel));
@@ -274,6 +281,72 @@ static int check_engine_loads(const struct mp_placement *full, const struct mp_l
 		*dst = sel;
 	}
 	free(row_loads);
+	return 0;
+}
+
+/* Without --model: the layers with loads (a recorder dump's nonzero rows
+ * are its MoE layers) into ce->moe, before the rows a plan does not place
+ * are dropped. Returns 0 or MP_ENOMEM. */
+static int check_loads_moe(const struct mp_loads *loads, struct check_engine *ce)
+{
+	if (!loads->layer_ids || ce->d.rule != MP_DISPATCH_SGLANG) {
+		return 0;
+	}
+	ce->moe = malloc(((size_t)loads->n_layers + 1) * sizeof(*ce->moe));
+	if (!ce->moe) {
+		return MP_ENOMEM;
+	}
+	ce->n_moe = 0;
+	for (uint32_t r = 0; r < loads->n_layers; r++) {
+		const double *w = mp_loads_row(loads, r);
+		bool zero = true;
+		for (uint32_t e = 0; e < loads->n_experts; e++) {
+			zero &= w[e] == 0.0;
+		}
+		if (!zero) {
+			ce->moe[ce->n_moe++] = loads->layer_ids[r];
+		}
+	}
+	return 0;
+}
+
+/* A moeplan plan's or placement's rows' layers into ce->own, and the MoE
+ * layers (--model's, else those the plan places and the loads name) into
+ * ce->moe, so that SGLang's static streams walk the map --export writes
+ * from it (engine-walk.c). Engine maps (rows = hidden layers) keep
+ * ce->own NULL. Returns 0 or MP_ENOMEM. */
+static int check_plan_layers(const struct check_args *a, const struct mp_placement *map,
+			     const struct mp_loads *loads, struct check_engine *ce)
+{
+	uint32_t *own = NULL, n_own = 0;
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	int rc = mp_map_row_layers(a->plan, a->phase, &own, &n_own, &diags);
+	mp_diags_finish(&diags);
+	if (rc != 0 || !own || n_own != map->n_layers || n_own == 0) {
+		free(own);
+		return 0;
+	}
+	if (!ce->moe_known) { /* the union of two increasing lists */
+		uint32_t *u = malloc(((size_t)n_own + ce->n_moe) * sizeof(*u));
+		if (!u) {
+			free(own);
+			return MP_ENOMEM;
+		}
+		uint32_t i = 0, j = 0, n = 0;
+		while (i < n_own || j < ce->n_moe) {
+			uint32_t x = i < n_own ? own[i] : UINT32_MAX;
+			uint32_t y = j < ce->n_moe ? ce->moe[j] : UINT32_MAX;
+			uint32_t v = x < y ? x : y;
+			i += x == v;
+			j += y == v;
+			u[n++] = v;
+		}
+		free(ce->moe);
+		ce->moe = u;
+		ce->n_moe = n;
+	}
+	ce->own = own;
 	return 0;
 }
 
@@ -502,6 +575,12 @@ int cmd_check(int argc, char **argv)
 		rc = mp_load_model(a.model, &model, &diags);
 		a.experts = model.routed_experts;
 		hidden = rc == 0 ? mp_model_hidden_layers(&model) : 0;
+		ce.moe = rc == 0 && model.moe_layers ? malloc(model.moe_layers * sizeof(*ce.moe)) : NULL;
+		for (uint32_t k = 0; ce.moe && k < model.moe_layers; k++) {
+			ce.moe[k] = mp_model_moe_layer_id(&model, k);
+		}
+		ce.n_moe = ce.moe ? model.moe_layers : 0;
+		ce.moe_known = ce.moe != NULL;
 		mp_model_finish(&model);
 		if (rc != 0) {
 			cli_print_diags(&diags);
@@ -537,7 +616,8 @@ int cmd_check(int argc, char **argv)
 		/* Loads whose rows name their layers (a '# layers:' line, a layer
 		 * column) check those rows: an engine map's row r is hidden layer
 		 * r, a plan's rows say their layer. */
-		rc = cli_rows_dense_zero(a.model, a.loads, &loads, &diags);
+		rc = ce.moe_known ? 0 : check_loads_moe(&loads, &ce);
+		rc = rc ? rc : cli_rows_dense_zero(a.model, a.loads, &loads, &diags);
 		if (rc == 0) {
 			rc = cli_loads_fit_plan("check", a.plan, a.phase, a.model, a.loads, &loads);
 		}
@@ -548,6 +628,9 @@ int cmd_check(int argc, char **argv)
 		if (cli_map_rows_named(&map, &loads) && loads.n_experts == map.n_experts) {
 			uint32_t *rows = NULL;
 			rc = cli_map_rows_for(a.plan, a.phase, &map, a.loads, &loads, &rows);
+			if (rc == 0 && ce.d.rule == MP_DISPATCH_SGLANG) {
+				rc = check_plan_layers(&a, &map, &loads, &ce);
+			}
 			if (rc == 0) {
 				rc = check_engine_loads(&map, &loads, rows, &ce);
 			}
@@ -634,5 +717,7 @@ out:
 	mp_diags_finish(&diags);
 	free(ce.gpu);
 	free(ce.sglang);
+	free(ce.own);
+	free(ce.moe);
 	return exit_code;
 }

@@ -353,6 +353,10 @@ int cmd_place(int argc, char **argv)
 	cli_print_diags(&diags);
 	mp_diags_finish(&diags);
 	mp_diags_init(&diags);
+	if (layers.known) { /* SGLang's static streams run over the rows --export writes */
+		a.opts.map_moe_ids = layers.layers.moe_ids;
+		a.opts.map_n_moe = layers.layers.n_moe;
+	}
 	rc = mp_place(&loads, a.gpus, a.slots / a.gpus, &a.opts, &pl, &diags);
 	if (rc != 0) {
 		/* shape problems concern the loads file as a whole: name it */

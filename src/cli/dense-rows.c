@@ -115,6 +115,39 @@ static int drop_zero_rows(const char *cmd, const char *loads_path, const char *w
 	return rc;
 }
 
+/* Drop the rows (all-zero or not) of layers the plan does not place
+ * (place_ids[n_place]), as an SGLang recorder dump of the exported map has
+ * them: --export filled those layers with the nearest placed layer's row
+ * (mp_map_row_source), and the plan has no row of its own to score them
+ * by. Say which on stderr. */
+static int drop_unplaced_rows(const char *cmd, const char *loads_path, const char *plan_path,
+			      const uint32_t *place_ids, uint32_t n_place, struct mp_loads *loads)
+{
+	bool *keep = malloc((size_t)(loads->n_layers ? loads->n_layers : 1) * sizeof(*keep));
+	if (!keep) {
+		return MP_ENOMEM;
+	}
+	uint32_t dropped = 0;
+	for (uint32_t r = 0; r < loads->n_layers; r++) {
+		keep[r] = has_id(place_ids, n_place, loads->layer_ids[r]);
+		dropped += !keep[r];
+	}
+	int rc = 0;
+	if (dropped > 0 && dropped < loads->n_layers) {
+		char names[512];
+		name_rows(loads, keep, names, sizeof(names));
+		if (!cli_quiet) {
+			fprintf(stderr, "moeplan %s: %s: skipped %u row%s of MoE layer%s %s: %s does not place "
+				"%s (its --export map gives each the row of the nearest placed layer; check "
+				"that map to score them)\n", cmd, loads_path, dropped, cli_s(dropped),
+				cli_s(dropped), names, plan_path, dropped == 1 ? "it" : "them");
+		}
+		rc = keep_rows(loads, keep);
+	}
+	free(keep);
+	return rc;
+}
+
 int cli_loads_fit_plan(const char *cmd, const char *plan_path, const char *phase, const char *model_path,
 		       const char *loads_path, struct mp_loads *loads)
 {
@@ -141,6 +174,9 @@ int cli_loads_fit_plan(const char *cmd, const char *plan_path, const char *phase
 			 "them)", plan_path, n_own == 1 ? "it" : "them",
 			 model_path ? "dense layers of the model" : "taken as dense layers");
 		rc = drop_zero_rows(cmd, loads_path, why, model_path ? &model : NULL, own, n_own, loads);
+		if (rc == 0 && loads->layer_ids) {
+			rc = drop_unplaced_rows(cmd, loads_path, plan_path, own, n_own, loads);
+		}
 	} else {
 		cli_print_diags(&diags);
 	}

@@ -74,21 +74,6 @@ static bool ids_in_range(const struct mp_placement *p)
 	return true;
 }
 
-/* The placement row nearest to hidden layer h (rows ascending). */
-static uint32_t nearest_row(const struct mp_export_layers *l, uint32_t n_rows, uint32_t h)
-{
-	uint32_t best = 0;
-	uint32_t best_d = UINT32_MAX;
-	for (uint32_t r = 0; r < n_rows; r++) {
-		uint32_t d = l->row_layer[r] > h ? l->row_layer[r] - h : h - l->row_layer[r];
-		if (d < best_d) {
-			best = r;
-			best_d = d;
-		}
-	}
-	return best;
-}
-
 int mp_export_map(const struct mp_placement *p, const struct mp_export_layers *l,
 		  uint32_t **map_out, uint32_t *filled)
 {
@@ -101,24 +86,12 @@ int mp_export_map(const struct mp_placement *p, const struct mp_export_layers *l
 	if (!map) {
 		return MP_ENOMEM;
 	}
-	uint32_t r = 0;
-	uint32_t k = 0;
 	uint32_t n_filled = 0;
 	for (uint32_t h = 0; h < l->hidden_layers; h++) {
 		uint32_t *row = map + (size_t)h * N;
-		while (r < p->n_layers && l->row_layer[r] < h) {
-			r++;
-		}
-		while (k < l->n_moe && l->moe_ids[k] < h) {
-			k++;
-		}
-		const uint32_t *src = NULL;
-		if (r < p->n_layers && l->row_layer[r] == h) {
-			src = p->layers[r].slot_expert;
-		} else if (k < l->n_moe && l->moe_ids[k] == h) {
-			src = p->layers[nearest_row(l, p->n_layers, h)].slot_expert;
-			n_filled++;
-		}
+		uint32_t r = mp_map_row_source(h, l->moe_ids, l->n_moe, l->row_layer, p->n_layers);
+		const uint32_t *src = r != UINT32_MAX ? p->layers[r].slot_expert : NULL;
+		n_filled += r != UINT32_MAX && l->row_layer[r] != h;
 		if (src) {
 			memcpy(row, src, N * sizeof(*row));
 		} else {

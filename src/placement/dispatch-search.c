@@ -43,6 +43,10 @@ struct ds {
 	uint32_t *held;  /* [G * E]: replicas of e on GPU g (0 or 1) */
 	uint32_t *rep;   /* [E * G]: the GPUs holding e, cnt[e] of them, any order */
 	struct mp_dispatch_streams *start; /* the layer's streams, or NULL */
+	const unsigned char *pre; /* [n_pre]: the map's rows between start and this layer:
+				     1 a copy of this layer's row, 0 the trivial row */
+	uint32_t n_pre;
+	uint32_t *trivial; /* [N] p % E, with pre */
 	bool draws;      /* exact evaluation needed (SGLang static over several nodes) */
 };
 
@@ -117,15 +121,28 @@ static bool better(double mx, double sq, double old_mx, double old_sq)
 	return mx < old_mx - tol || (mx <= old_mx + tol && sq < old_sq - tol * old_mx);
 }
 
+/* Advance st over the map's rows before this layer (pre), with slot as
+ * this layer's row. */
+static int run_pre(const struct ds *s, struct mp_dispatch_streams *st, const uint32_t *slot)
+{
+	int rc = 0;
+	for (uint32_t i = 0; st && rc == 0 && i < s->n_pre; i++) {
+		rc = mp_dispatch_layer(&s->d, st, s->pre[i] ? slot : s->trivial, s->E, s->G, s->S, NULL, NULL,
+				       NULL, NULL);
+	}
+	return rc;
+}
+
 /* The exact loads of the current map into v and s->sl_try (the layer's
- * streams copied). */
+ * streams copied, run over the rows before it). */
 static int exact(struct ds *s, double *v)
 {
 	struct mp_dispatch_streams *st = s->start ? mp_dispatch_streams_copy(s->start) : NULL;
 	if (s->start && !st) {
 		return MP_ENOMEM;
 	}
-	int rc = mp_dispatch_layer(&s->d, st, s->slot, s->E, s->G, s->S, s->w, NULL, s->sl_try, v);
+	int rc = run_pre(s, st, s->slot);
+	rc = rc ? rc : mp_dispatch_layer(&s->d, st, s->slot, s->E, s->G, s->S, s->w, NULL, s->sl_try, v);
 	mp_dispatch_streams_free(st);
 	return rc;
 }
@@ -320,12 +337,14 @@ static void ds_free(struct ds *s)
 	free(s->rep);
 	free(s->sl);
 	free(s->sl_try);
+	free(s->trivial);
 	/* ds_init frees on failure and its caller frees again: make that a no-op */
 	memset(s, 0, sizeof(*s));
 }
 
 static int ds_init(struct ds *s, const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G,
-		   uint32_t S, const uint32_t *slot, struct mp_dispatch_streams *start)
+		   uint32_t S, const uint32_t *slot, struct mp_dispatch_streams *start,
+		   const unsigned char *pre, uint32_t n_pre)
 {
 	memset(s, 0, sizeof(*s));
 	s->d = *d;
@@ -337,6 +356,8 @@ static int ds_init(struct ds *s, const struct mp_dispatch *d, const double *w, u
 	s->nodes = G / s->P;
 	s->w = w;
 	s->start = start;
+	s->pre = pre;
+	s->n_pre = start ? n_pre : 0;
 	s->draws = start && s->nodes > 1 && d->rule == MP_DISPATCH_SGLANG && d->algorithm == MP_DISPATCH_STATIC;
 	s->slot = malloc((size_t)s->N * sizeof(*s->slot));
 	s->cnt = calloc(E, sizeof(*s->cnt));
@@ -346,9 +367,14 @@ static int ds_init(struct ds *s, const struct mp_dispatch *d, const double *w, u
 	s->rep = calloc((size_t)G * E, sizeof(*s->rep));
 	s->sl = calloc((size_t)s->N, sizeof(*s->sl));
 	s->sl_try = calloc((size_t)s->N, sizeof(*s->sl_try));
-	if (!s->slot || !s->cnt || !s->gpu || !s->est || !s->held || !s->rep || !s->sl || !s->sl_try) {
+	s->trivial = s->n_pre ? malloc((size_t)s->N * sizeof(*s->trivial)) : NULL;
+	if (!s->slot || !s->cnt || !s->gpu || !s->est || !s->held || !s->rep || !s->sl || !s->sl_try ||
+	    (s->n_pre && !s->trivial)) {
 		ds_free(s);
 		return MP_ENOMEM;
+	}
+	for (uint32_t p = 0; s->trivial && p < s->N; p++) {
+		s->trivial[p] = p % E;
 	}
 	memcpy(s->slot, slot, (size_t)s->N * sizeof(*slot));
 	for (uint32_t p = 0; p < s->N; p++) {
@@ -447,10 +473,11 @@ static int spread(struct ds *s)
 }
 
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
-		       double effort, struct mp_dispatch_streams *streams, struct mp_layer_placement *lp)
+		       double effort, struct mp_dispatch_streams *streams, const unsigned char *pre,
+		       uint32_t n_pre, struct mp_layer_placement *lp)
 {
 	struct ds s;
-	int rc = ds_init(&s, d, w, E, G, S, lp->slot_expert, streams);
+	int rc = ds_init(&s, d, w, E, G, S, lp->slot_expert, streams, pre, n_pre);
 	if (rc == 0 && d->rule == MP_DISPATCH_SGLANG) {
 		rc = spread(&s);
 	}
@@ -481,6 +508,9 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 	if (rc == 0) {
 		memcpy(lp->slot_expert, keep_slot, (size_t)s.N * sizeof(*s.slot));
 		memcpy(s.slot, keep_slot, (size_t)s.N * sizeof(*s.slot));
+		rc = run_pre(&s, streams, s.slot);
+	}
+	if (rc == 0) {
 		rc = mp_dispatch_layer(d, streams, s.slot, E, G, S, w, NULL, lp->slot_load, lp->gpu_load);
 	}
 	if (rc == 0) {
@@ -509,11 +539,15 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 }
 
 /* SGLang's trivial row (init_trivial: physical p holds p % E) for a hidden
- * layer the loads skip, dispatched without tokens so the streams advance
- * as SGLang's walk over every row does. */
+ * layer the loads skip, or the row of an earlier placed layer (row, when
+ * not NULL), dispatched without tokens so the streams advance as SGLang's
+ * walk over every row does. */
 static int skip_row(const struct mp_dispatch *d, struct mp_dispatch_streams *st, uint32_t E, uint32_t G,
-		    uint32_t S)
+		    uint32_t S, const uint32_t *placed)
 {
+	if (placed) {
+		return mp_dispatch_layer(d, st, placed, E, G, S, NULL, NULL, NULL, NULL);
+	}
 	uint32_t *row = malloc((size_t)G * S * sizeof(*row));
 	if (!row) {
 		return MP_ENOMEM;
@@ -523,6 +557,40 @@ static int skip_row(const struct mp_dispatch *d, struct mp_dispatch_streams *st,
 	}
 	int rc = mp_dispatch_layer(d, st, row, E, G, S, NULL, NULL, NULL, NULL);
 	free(row);
+	return rc;
+}
+
+/* The hidden-layer id of placement row l. */
+static uint32_t row_id(const struct mp_loads *loads, const struct mp_place_options *opts, uint32_t l)
+{
+	if (loads->layer_ids) {
+		return loads->layer_ids[l];
+	}
+	return opts->map_moe_ids && loads->n_layers == opts->map_n_moe ? opts->map_moe_ids[l] : l;
+}
+
+/* Walk the map's rows from *next up to row l's layer: rows that do not
+ * depend on row l (trivial rows, copies of earlier rows) advance st now;
+ * from the first copy of row l on (mp_map_row_source), they go into
+ * pre[*n_pre] (1 a copy of row l, 0 trivial) for the search to run with
+ * each map it tries. ids[n_layers] the rows' layers. */
+static int walk_gap(const struct mp_dispatch *d, struct mp_dispatch_streams *st,
+		    const struct mp_place_options *opts, const struct mp_placement *p, const uint32_t *ids,
+		    uint32_t l, uint32_t next, unsigned char *pre, uint32_t *n_pre)
+{
+	const uint32_t E = p->n_experts, G = p->gpus, S = p->slots_per_gpu;
+	int rc = 0;
+	*n_pre = 0;
+	for (uint32_t h = next; st && h < ids[l] && rc == 0; h++) {
+		uint32_t src = opts->map_moe_ids
+			? mp_map_row_source(h, opts->map_moe_ids, opts->map_n_moe, ids, p->n_layers)
+			: UINT32_MAX;
+		if (src == l || (*n_pre > 0 && src == UINT32_MAX)) {
+			pre[(*n_pre)++] = src == l;
+		} else {
+			rc = skip_row(d, st, E, G, S, src == UINT32_MAX ? NULL : p->layers[src].slot_expert);
+		}
+	}
 	return rc;
 }
 
@@ -539,23 +607,26 @@ int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_option
 		return MP_EINVAL;
 	}
 	struct mp_dispatch_streams *st = NULL;
-	if (d->algorithm == MP_DISPATCH_STATIC && G / P > 1) {
-		st = mp_dispatch_streams_new(G / P);
-		if (!st) {
-			return MP_ENOMEM;
-		}
+	uint32_t *ids = malloc((size_t)(p->n_layers ? p->n_layers : 1) * sizeof(*ids));
+	int rc = ids ? 0 : MP_ENOMEM;
+	for (uint32_t l = 0; ids && l < p->n_layers; l++) {
+		ids[l] = row_id(loads, opts, l);
 	}
-	int rc = 0;
+	uint32_t span = p->n_layers ? ids[p->n_layers - 1] + 1 : 1;
+	unsigned char *pre = rc == 0 ? malloc(span) : NULL;
+	rc = rc == 0 && !pre ? MP_ENOMEM : rc;
+	if (rc == 0 && d->algorithm == MP_DISPATCH_STATIC && G / P > 1) {
+		st = mp_dispatch_streams_new(G / P);
+		rc = st ? 0 : MP_ENOMEM;
+	}
 	uint32_t next = 0; /* the next hidden layer SGLang walks */
 	for (uint32_t l = 0; l < p->n_layers && rc == 0; l++) {
-		uint32_t id = loads->layer_ids ? loads->layer_ids[l] : next;
-		for (; st && id > next && rc == 0; next++) {
-			rc = skip_row(d, st, E, G, S);
-		}
-		next = id + 1;
+		uint32_t n_pre = 0;
+		rc = walk_gap(d, st, opts, p, ids, l, next, pre, &n_pre);
+		next = ids[l] + 1;
 		struct mp_layer_placement *lp = &p->layers[l];
 		if (rc == 0) {
-			rc = pl_dispatch_search(d, mp_loads_row(loads, l), E, G, S, opts->effort, st, lp);
+			rc = pl_dispatch_search(d, mp_loads_row(loads, l), E, G, S, opts->effort, st, pre, n_pre, lp);
 		}
 		for (uint32_t n = 0; rc == 0 && lp->node_load && n < G / p->gpus_per_node; n++) {
 			double sum = 0;
@@ -567,5 +638,7 @@ int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_option
 		}
 	}
 	mp_dispatch_streams_free(st);
+	free(pre);
+	free(ids);
 	return rc;
 }

@@ -310,9 +310,12 @@ int pl_fs_search(const struct pl_prob *prob, struct pl_sol *best, struct pl_work
  * out from mp_placement_alloc for (E, G, S). */
 /* Refine one layer's plan (lp, from the even-split solver) for the busiest
  * GPU under dispatch rule d (dispatch-search.c); streams: SGLang's static
- * random streams at this layer (advanced past it on return) or NULL. */
+ * random streams (advanced past this layer on return) or NULL; pre[n_pre]:
+ * the map's rows between the streams' state and this layer (1 a copy of
+ * this layer's row, 0 the trivial row p % E). */
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
-		       double effort, struct mp_dispatch_streams *streams, struct mp_layer_placement *lp);
+		       double effort, struct mp_dispatch_streams *streams, const unsigned char *pre,
+		       uint32_t n_pre, struct mp_layer_placement *lp);
 /* Every layer of p under opts->dispatch (dispatch-search.c). */
 int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts,
 		      struct mp_placement *p);

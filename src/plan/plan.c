@@ -210,7 +210,16 @@ static int place_pick(const struct mp_scenario *sc, const struct mp_plan_options
 	}
 	place.dispatch.gpus_per_node = dispatch_nodes(place_in, spec, out->ep);
 	out->dispatch = place.dispatch;
+	/* SGLang's static streams run over every row of the exported map */
+	uint32_t *moe_ids = place.dispatch.rule == MP_DISPATCH_SGLANG && model->moe_layers > 0
+		? malloc((size_t)model->moe_layers * sizeof(*moe_ids)) : NULL;
+	for (uint32_t k = 0; moe_ids && k < model->moe_layers; k++) {
+		moe_ids[k] = mp_model_moe_layer_id(model, k);
+	}
+	place.map_moe_ids = moe_ids;
+	place.map_n_moe = moe_ids ? model->moe_layers : 0;
 	rc = mp_place(loads, out->ep, out->slots_per_gpu, &place, &out->placement, diags);
+	free(moe_ids);
 	if (rc) {
 		return rc;
 	}
