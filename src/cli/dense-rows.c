@@ -116,13 +116,21 @@ static int drop_zero_rows(const char *cmd, const char *loads_path, const char *w
 }
 
 /* Drop the rows (all-zero or not) of layers the plan does not place
- * (place_ids[n_place]), as an SGLang recorder dump of the exported map has
+ * (place_ids[n_place]) from loads that hold every placed layer, as an SGLang recorder dump of the exported map has
  * them: --export filled those layers with the nearest placed layer's row
  * (mp_map_row_source), and the plan has no row of its own to score them
  * by. Say which on stderr. */
 static int drop_unplaced_rows(const char *cmd, const char *loads_path, const char *plan_path,
 			      const uint32_t *place_ids, uint32_t n_place, struct mp_loads *loads)
 {
+	/* only a dump that covers every placed layer (as a recorder dump of
+	 * the exported map does): loads that miss a placed layer are refused
+	 * later, naming the layer, never matched by position */
+	for (uint32_t i = 0; i < n_place; i++) {
+		if (!has_id(loads->layer_ids, loads->n_layers, place_ids[i])) {
+			return 0;
+		}
+	}
 	bool *keep = malloc((size_t)(loads->n_layers ? loads->n_layers : 1) * sizeof(*keep));
 	if (!keep) {
 		return MP_ENOMEM;
