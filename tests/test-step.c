@@ -492,6 +492,39 @@ static void step__two_batch_loses_small_wins_large(void **state)
 	/* full = max(compute, exchange) + overhead; none = the sum. */
 	assert_near(full.step_time_s, fmax(none.compute_s, none.exchange_s) + 0.5e-3, 1e-12);
 	assert_near(none.step_time_s, none.compute_s + none.exchange_s + 0.5e-3, 1e-12);
+	/* two_batch paired stage by stage as SGLang's
+	 * _compute_moe_deepseek_blog_decode schedules it: per MoE layer one
+	 * micro-batch's attention under the other's combine, its shared and
+	 * routed experts under the other's dispatch; the 3 dense layers'
+	 * attention (3 of 61), the dense FFN, LM head and drafter beside no
+	 * exchange. By hand from the step's own terms (both micro-batches): */
+	const struct mp_step_term *t = two.terms;
+	double attn = t[MP_TERM_ATTENTION].time_s * 58.0 / 61.0;
+	double decode = fmax(attn, t[MP_TERM_COMBINE].time_s) +
+			fmax(t[MP_TERM_SHARED].time_s + t[MP_TERM_ROUTED].time_s,
+			     t[MP_TERM_DISPATCH].time_s) +
+			t[MP_TERM_ATTENTION].time_s * 3.0 / 61.0 + t[MP_TERM_DENSE].time_s +
+			t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s +
+			t[MP_TERM_TP_ALLREDUCE].time_s;
+	assert_near(two.step_time_s, decode + 0.5e-3, 1e-12);
+	/* a paired schedule never hides more than one max(compute, exchange) */
+	assert_true(two.step_time_s >= fmax(two.compute_s, two.exchange_s) + 0.5e-3 - 1e-12);
+	/* prefill (_compute_moe_deepseek_blog_prefill): attention under
+	 * dispatch, experts under combine */
+	in = decode_input(32, 288, 1, 4096);
+	in.phase = MP_STEP_PREFILL;
+	in.chunk_tokens = 16384;
+	in.overlap = MP_OVERLAP_TWO_BATCH;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &two), 0);
+	t = two.terms;
+	attn = t[MP_TERM_ATTENTION].time_s * 58.0 / 61.0;
+	double prefill = fmax(attn, t[MP_TERM_DISPATCH].time_s) +
+			 fmax(t[MP_TERM_SHARED].time_s + t[MP_TERM_ROUTED].time_s,
+			      t[MP_TERM_COMBINE].time_s) +
+			 t[MP_TERM_ATTENTION].time_s * 3.0 / 61.0 + t[MP_TERM_DENSE].time_s +
+			 t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s +
+			 t[MP_TERM_TP_ALLREDUCE].time_s;
+	assert_near(two.step_time_s, prefill + 0.5e-3, 1e-12);
 	mp_model_finish(&m);
 }
 

@@ -63,9 +63,20 @@
  * roofline; e = gemm_efficiency, attention_efficiency for attention).
  * Overlap of exchange and compute:
  *   none       step = compute + exchange + overhead;
- *   two_batch  two micro-batches of T / 2, each's exchange under the
- *              other's compute; every weight is read once per micro-batch:
- *              step = 2 max(compute(T/2), exchange(T/2)) + overhead;
+ *   two_batch  two micro-batches of T / 2, every weight read once per
+ *              micro-batch, paired stage by stage as SGLang schedules it
+ *              (sgl-project/sglang 60d36e7be, batch_overlap/
+ *              operations_strategy.py): decode
+ *              (_compute_moe_deepseek_blog_decode) runs one micro-batch's
+ *              attention under the other's combine and its shared + routed
+ *              experts under the other's dispatch; prefill
+ *              (_compute_moe_deepseek_blog_prefill) attention under
+ *              dispatch, experts under combine. With every term summed
+ *              over both micro-batches and A the MoE layers' share of
+ *              attention: decode step = max(A, combine) + max(shared +
+ *              routed, dispatch) + rest + overhead (prefill swaps dispatch
+ *              and combine), rest = the dense layers' attention, dense FFN,
+ *              LM head, drafter and TP all-reduce;
  *   full       exchange hidden under the arithmetic (fused dispatch-GEMM-
  *              combine): step = max(compute, exchange) + overhead.
  *

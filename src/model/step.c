@@ -644,6 +644,38 @@ static bool is_exchange(int id)
 	return id == MP_TERM_DISPATCH || id == MP_TERM_COMBINE || id == MP_TERM_TP_ALLREDUCE;
 }
 
+/* two_batch as SGLang schedules it (sgl-project/sglang 60d36e7be,
+ * python/sglang/srt/batch_overlap/operations_strategy.py): in decode,
+ * _compute_moe_deepseek_blog_decode (tbo_delta_stages = 2) runs one
+ * micro-batch's attention and router under the other's combine, and its
+ * shared and routed experts under the other's dispatch (DeepSeek's
+ * published decode schedule, deepseek-ai/profile-data README); in
+ * prefill, _compute_moe_deepseek_blog_prefill (tbo_delta_stages = 0)
+ * yields after dispatch_a and combine_a: attention under dispatch,
+ * experts under combine. Per MoE layer and micro-batch the stage takes
+ * the longer of the pair; every MoE layer has the same shape, so the sum
+ * over layers of per-layer maxima is the maximum of the totals. The
+ * dense layers' attention and FFN, the LM head, the drafter and the TP
+ * all-reduce run beside no exchange and add. The drafter's own exchange
+ * is counted in dispatch and combine (one MTP layer against 58: it is
+ * paired as if it were a main layer's). terms[] hold both micro-batches. */
+static double two_batch_body(const struct mp_model *m, enum mp_step_phase phase,
+			     const struct mp_step_term *t)
+{
+	double layers = (double)m->moe_layers + (double)m->dense_layers;
+	double moe_share = layers > 0.0 ? (double)m->moe_layers / layers : 0.0;
+	double attn = t[MP_TERM_ATTENTION].time_s * moe_share;
+	double experts = t[MP_TERM_SHARED].time_s + t[MP_TERM_ROUTED].time_s;
+	double dispatch = t[MP_TERM_DISPATCH].time_s, combine = t[MP_TERM_COMBINE].time_s;
+	double rest = t[MP_TERM_ATTENTION].time_s - attn + t[MP_TERM_DENSE].time_s +
+		      t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s +
+		      t[MP_TERM_TP_ALLREDUCE].time_s;
+	if (phase == MP_STEP_PREFILL) {
+		return fmax(attn, dispatch) + fmax(experts, combine) + rest;
+	}
+	return fmax(attn, combine) + fmax(experts, dispatch) + rest;
+}
+
 int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 		     const struct mp_step_input *in, struct mp_step *out)
 {
@@ -694,8 +726,7 @@ int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 	double body;
 	switch (in->overlap) {
 	case MP_OVERLAP_TWO_BATCH:
-		/* Each micro-batch's exchange under the other's compute. */
-		body = 2.0 * fmax(compute / 2.0, exchange / 2.0);
+		body = two_batch_body(model, in->phase, s.terms);
 		break;
 	case MP_OVERLAP_FULL:
 		body = fmax(compute, exchange);
