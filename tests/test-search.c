@@ -841,6 +841,39 @@ static void search__no_pools_says_why(void **state)
 	assert_int_equal(rmdir(dir), 0);
 }
 
+/* --overlaps (issue 23): an engine without fused dispatch-GEMM-combine
+ * kernels runs no `full`; the default search does choose it here, so the
+ * option is what removes it. */
+static void search__overlaps_restrict_the_grid(void **state)
+{
+	(void)state;
+	const char *scenario = src_path("plans/deepseek-v3-day.yaml");
+	struct cli_result r = cli_run("search", scenario, "--gpus", "32", "--no-placement", "--format",
+				      "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "\"overlap\": \"full\""));
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--gpus", "32", "--no-placement", "--format", "json",
+		    "--overlaps", "none,two_batch", NULL);
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "\"overlap\": \"full\""));
+	assert_non_null(strstr(r.out, "\"overlap\": \"two_batch\""));
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--gpus", "32", "--no-placement", "--format", "json",
+		    "--overlaps", "two_batch", NULL);
+	assert_int_equal(r.status, 0);
+	assert_null(strstr(r.out, "\"overlap\": \"none\""));
+	assert_null(strstr(r.out, "\"overlap\": \"full\""));
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--overlaps", "fast", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "--overlaps: expected a comma-separated list of none, two_batch, full, got 'fast'"));
+	cli_result_free(&r);
+	r = cli_run("search", scenario, "--overlaps", ",", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+}
+
 static void search__cli_errors(void **state)
 {
 	(void)state;
@@ -903,6 +936,7 @@ int main(void)
 		cmocka_unit_test(search__pictures),
 		cmocka_unit_test(search__cli),
 		cmocka_unit_test(search__cli_errors),
+		cmocka_unit_test(search__overlaps_restrict_the_grid),
 		cmocka_unit_test(search__no_pools_says_why),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -65,6 +65,10 @@ struct mp_deploy_options {
 	bool placement;             /**< placement in the loop and the chosen widths' placements
 				         (default true) */
 	uint32_t factor_steps;      /**< Monte Carlo steps per busiest-GPU factor (default 128) */
+	unsigned overlap_mask;      /**< overlap modes searched: bit (1 << mp_step_overlap) per mode
+				         (none, two_batch, full); 0 = all three (default). An engine
+				         without fused dispatch-GEMM-combine kernels (SGLang and vLLM
+				         with DeepEP) cannot run `full` (issue 23) */
 	struct mp_place_options place; /**< solver knobs (time limit from the scenario) */
 };
 

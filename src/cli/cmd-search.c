@@ -29,6 +29,7 @@ enum {
 	OPT_EXPORT,
 	OPT_EXPORT_OUTPUT,
 	OPT_ACCEPTANCE,
+	OPT_OVERLAPS,
 };
 
 static const struct cli_opt search_options[] = {
@@ -41,6 +42,9 @@ static const struct cli_opt search_options[] = {
 	{"ttft", OPT_TTFT, "T", "prefill target: time to first token, e.g. '2 s' (default: search.ttft, else prefill slo.ttft)", NULL},
 	{"acceptance", OPT_ACCEPTANCE, "A", "decode: fraction of drafted tokens accepted, [0, 1] (default: search.acceptance,\n"
 		"                                 else the decode phase's acceptance, else 0.75 with a drafter)", NULL},
+	{"overlaps", OPT_OVERLAPS, "LIST", "overlap modes to search, comma-separated from none, two_batch, full (default: all\n"
+		"                                 three; an engine without fused dispatch-GEMM-combine kernels, such as SGLang or\n"
+		"                                 vLLM with DeepEP, runs none,two_batch)", NULL},
 	{"batches", OPT_BATCHES, "GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
 		"                                 prefill every 1,024-token chunk)", "geometric all"},
 	CLI_OPT_FORMAT_TEXT,
@@ -282,6 +286,34 @@ struct args {
 	bool isl, osl, cached, tpot, ttft, acceptance, batches, no_placement, time_limit, threads;
 };
 
+/* --overlaps none,two_batch,full -> bits (1 << mp_step_overlap). */
+static bool parse_overlaps(const char *arg, unsigned *mask)
+{
+	char buf[128];
+	if (snprintf(buf, sizeof(buf), "%s", arg) >= (int)sizeof(buf)) {
+		cli_usage("search", "--overlaps: expected a comma-separated list of none, two_batch, "
+			  "full, got '%s' (too long)", arg);
+		return false;
+	}
+	*mask = 0;
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		enum mp_step_overlap o;
+		if (mp_step_overlap_parse(tok, &o) != 0) {
+			cli_usage("search", "--overlaps: expected a comma-separated list of none, "
+				  "two_batch, full, got '%s' ('%s' is none of them)", arg, tok);
+			return false;
+		}
+		*mask |= 1u << o;
+	}
+	if (*mask == 0) {
+		cli_usage("search", "--overlaps: expected a comma-separated list of none, two_batch, "
+			  "full, got '%s' (no mode)", arg);
+		return false;
+	}
+	return true;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	struct cli_parser parser;
@@ -321,6 +353,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_ACCEPTANCE:
 			ok = cli_parse_double("search", "acceptance", optarg, 0, 1, &a->cli.acceptance);
 			a->acceptance = true;
+			break;
+		case OPT_OVERLAPS:
+			ok = parse_overlaps(optarg, &a->cli.overlap_mask);
 			break;
 		case OPT_BATCHES:
 			if (strcmp(optarg, "all") == 0 || strcmp(optarg, "geometric") == 0) {
@@ -416,6 +451,7 @@ static void merge(const struct args *a, struct mp_deploy_options *o)
 	o->ttft_s = a->ttft ? a->cli.ttft_s : o->ttft_s;
 	o->acceptance = a->acceptance ? a->cli.acceptance : o->acceptance;
 	o->all_batches = a->batches ? a->cli.all_batches : o->all_batches;
+	o->overlap_mask = a->cli.overlap_mask ? a->cli.overlap_mask : o->overlap_mask;
 	o->placement = !a->no_placement;
 	if (a->time_limit) {
 		o->place.time_limit_s = a->cli.place.time_limit_s;

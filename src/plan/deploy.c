@@ -249,10 +249,13 @@ struct grid {
 	uint32_t tp[8];
 	size_t n_tp;
 	int overlaps[3];
+	const char *overlap_names[3]; /* parallel to overlaps[] */
+	size_t n_overlaps;
 };
 
 static void make_grid(const struct mp_model *model, const struct mp_phase_spec *spec,
-		      const struct mp_hardware *hw, uint32_t limit, struct grid *g)
+		      const struct mp_hardware *hw, uint32_t limit, unsigned overlap_mask,
+		      struct grid *g)
 {
 	uint32_t e = model->routed_experts;
 	uint32_t top = limit < e ? limit : e;
@@ -276,9 +279,14 @@ static void make_grid(const struct mp_model *model, const struct mp_phase_spec *
 			g->tp[g->n_tp++] = tp;
 		}
 	}
-	g->overlaps[0] = MP_OVERLAP_NONE;
-	g->overlaps[1] = MP_OVERLAP_TWO_BATCH;
-	g->overlaps[2] = MP_OVERLAP_FULL;
+	static const int modes[3] = {MP_OVERLAP_NONE, MP_OVERLAP_TWO_BATCH, MP_OVERLAP_FULL};
+	g->n_overlaps = 0;
+	for (size_t i = 0; i < 3; i++) {
+		if (overlap_mask == 0 || (overlap_mask & (1u << modes[i]))) {
+			g->overlap_names[g->n_overlaps] = overlap_names[modes[i]];
+			g->overlaps[g->n_overlaps++] = modes[i];
+		}
+	}
 }
 
 static struct mp_search_space space_of(const struct grid *g, bool decode,
@@ -287,7 +295,7 @@ static struct mp_search_space space_of(const struct grid *g, bool decode,
 	return (struct mp_search_space){
 		.widths = g->widths, .n_widths = g->n_widths,
 		.attention_tp = g->tp, .n_attention = g->n_tp,
-		.overlaps = g->overlaps, .n_overlaps = 3, .overlap_names = overlap_names,
+		.overlaps = g->overlaps, .n_overlaps = g->n_overlaps, .overlap_names = g->overlap_names,
 		.batch_unit = decode ? 1 : opts->chunk_unit_tokens,
 		.geometric_ratio = opts->all_batches ? 0 : opts->grid_ratio,
 		.batch_cap = decode ? 0 : opts->max_chunk_tokens,
@@ -349,7 +357,7 @@ static int run_phase(const struct mp_scenario *sc, const struct mp_deploy_option
 	};
 	uint32_t limit = opts->gpus ? opts->gpus : MP_MAX_GPUS;
 	struct grid g;
-	make_grid(&sc->model, spec, &spec->hardware, limit, &g);
+	make_grid(&sc->model, spec, &spec->hardware, limit, opts->overlap_mask, &g);
 	if (g.n_widths == 0) {
 		return MP_ENOFIT;
 	}
