@@ -466,15 +466,16 @@ static void step__seed_article_ep64_vs_ep8(void **state)
 }
 
 /* two_batch by hand for V3 (58 MoE + 3 dense layers) from a step's terms
- * (both micro-batches): the MoE layers' attention under one exchange,
+ * (both micro-batches): the MoE layers' attention and projections under one exchange,
  * shared + routed experts under the other, the rest beside none. */
 static double hand_paired(const struct mp_step_term *t, int under_attention, int under_experts)
 {
-	double attn = t[MP_TERM_ATTENTION].time_s * 58.0 / 61.0;
-	return fmax(attn, t[under_attention].time_s) +
+	/* attention core + projections (the dense term), 58 of 61 layers */
+	double layer = t[MP_TERM_ATTENTION].time_s + t[MP_TERM_DENSE].time_s;
+	return fmax(layer * 58.0 / 61.0, t[under_attention].time_s) +
 	       fmax(t[MP_TERM_SHARED].time_s + t[MP_TERM_ROUTED].time_s, t[under_experts].time_s) +
-	       t[MP_TERM_ATTENTION].time_s * 3.0 / 61.0 + t[MP_TERM_DENSE].time_s +
-	       t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s + t[MP_TERM_TP_ALLREDUCE].time_s;
+	       layer * 3.0 / 61.0 + t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s +
+	       t[MP_TERM_TP_ALLREDUCE].time_s;
 }
 
 /* two_batch reads every weight once per micro-batch: it loses at small
@@ -508,7 +509,7 @@ static void step__two_batch_loses_small_wins_large(void **state)
 	 * _compute_moe_deepseek_blog_decode schedules it: per MoE layer one
 	 * micro-batch's attention under the other's combine, its shared and
 	 * routed experts under the other's dispatch; the 3 dense layers'
-	 * attention (3 of 61), the dense FFN, LM head and drafter beside no
+	 * attention and projections (3 of 61), LM head and drafter beside no
 	 * exchange (hand_paired, from the step's own terms). */
 	assert_near(two.step_time_s,
 		    hand_paired(two.terms, MP_TERM_COMBINE, MP_TERM_DISPATCH) + 0.5e-3, 1e-12);
@@ -725,6 +726,28 @@ static double share_sum(const char *out, int *rows)
  * are now of the sum of terms (they add to 100% within rounding of ten
  * 0.1% figures), hidden terms carry '*', and the header names the layout:
  * 144 GPUs of DP attention are "dp x144", tp:8 over 144 is "tp:8 x18". */
+/* A term's row of `step`'s text: its time in ms, and whether it carries '*'. */
+static const char *text_term_row(const char *out, const char *name)
+{
+	char key[40];
+	snprintf(key, sizeof(key), "\n  %s ", name);
+	const char *row = strstr(out, key);
+	assert_non_null(row);
+	return row + 1;
+}
+
+static double text_term_ms(const char *out, const char *name)
+{
+	return strtod(text_term_row(out, name) + 2 + strlen(name), NULL);
+}
+
+static bool text_term_hidden(const char *out, const char *name)
+{
+	const char *row = text_term_row(out, name);
+	const char *end = strchr(row, '\n');
+	return end && end - row >= 2 && end[-1] == '*' && end[-2] == ' ';
+}
+
 static void step__text_shares_and_attention_layout(void **state)
 {
 	(void)state;
@@ -738,16 +761,19 @@ static void step__text_shares_and_attention_layout(void **state)
 	assert_int_equal(rows, 10);
 	assert_non_null(strstr(r.out, "attention dp x32\n"));
 	assert_non_null(strstr(r.out, "'*' marks hidden terms"));
-	/* Exactly one side is hidden: compute's six terms or exchange's three. */
-	double compute = strtod(strstr(r.out, "  compute ") + 10, NULL);
-	double exchange = strtod(strstr(r.out, ", exchange ") + 11, NULL);
-	const char *dense = strstr(r.out, "  dense ");
-	const char *combine = strstr(r.out, "  combine ");
-	assert_true(dense && combine);
-	bool dense_hidden = strstr(dense, " *\n") == strchr(dense, '\n') - 2;
-	bool combine_hidden = strstr(combine, " *\n") == strchr(combine, '\n') - 2;
-	assert_true(dense_hidden == (compute < exchange));
-	assert_true(combine_hidden == (exchange <= compute));
+	/* Prefill two_batch pairs attention + projections (dense) of the 58
+	 * MoE layers of 61 with dispatch, shared + routed with combine
+	 * (SGLang's _compute_moe_deepseek_blog_prefill): the shorter of each
+	 * pair carries '*', from the printed times. */
+	double attention = text_term_ms(r.out, "attention"), dense_ms = text_term_ms(r.out, "dense");
+	double experts = text_term_ms(r.out, "shared") + text_term_ms(r.out, "routed");
+	double dispatch = text_term_ms(r.out, "dispatch"), combine_ms = text_term_ms(r.out, "combine");
+	double stage = (attention + dense_ms) * 58.0 / 61.0;
+	assert_true(text_term_hidden(r.out, "dense") == (stage <= dispatch));
+	assert_true(text_term_hidden(r.out, "dispatch") == (dispatch < stage));
+	assert_true(text_term_hidden(r.out, "routed") == (experts <= combine_ms));
+	assert_true(text_term_hidden(r.out, "combine") == (combine_ms < experts));
+	assert_false(text_term_hidden(r.out, "lm_head"));
 	cli_result_free(&r);
 
 	r = cli_run("step", "-m", model, "-H", h800y, "--ep", "144", "-r", "64", "-c", "4989", NULL);

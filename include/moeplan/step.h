@@ -72,11 +72,12 @@
  *              experts under the other's dispatch; prefill
  *              (_compute_moe_deepseek_blog_prefill) attention under
  *              dispatch, experts under combine. With every term summed
- *              over both micro-batches and A the MoE layers' share of
- *              attention: decode step = max(A, combine) + max(shared +
- *              routed, dispatch) + rest + overhead (prefill swaps dispatch
- *              and combine), rest = the dense layers' attention, dense FFN,
- *              LM head, drafter and TP all-reduce;
+ *              over both micro-batches and A the MoE layers' share,
+ *              moe / (moe + dense layers), of attention + dense: decode
+ *              step = max(A, combine) + max(shared + routed, dispatch) +
+ *              rest + overhead (prefill swaps dispatch and combine), rest =
+ *              the dense layers' share of attention + dense, LM head,
+ *              drafter and TP all-reduce;
  *   full       exchange hidden under the arithmetic (fused dispatch-GEMM-
  *              combine): step = max(compute, exchange) + overhead.
  *
@@ -232,6 +233,10 @@ struct mp_step {
 	double routed_slots_per_gpu;     /**< E_phys / N_EP */
 	double tokens_per_expert;        /**< t of the main model (roofline.h) */
 	bool kernel_table;               /**< in->kernels was given */
+	bool hidden[MP_TERM_COUNT];      /**< the term is off the critical path: under two_batch
+					      the shorter side of its stage (attention: its MoE
+					      layers' share), under full the shorter of compute and
+					      exchange; never under none */
 	bool from_table[MP_TERM_COUNT];  /**< the term was priced from the kernel table */
 	bool table_clamped[MP_TERM_COUNT]; /**< ... outside its measured range (clamped) */
 };

@@ -227,19 +227,10 @@ static int evaluate(const struct mp_model *m, const struct mp_hardware *hw, stru
 	return 0;
 }
 
-static bool is_exchange_term(int id)
-{
-	return id == MP_TERM_DISPATCH || id == MP_TERM_COMBINE || id == MP_TERM_TP_ALLREDUCE;
-}
-
-/* Under an overlap the shorter side (compute or exchange) runs under the
- * longer one: its terms are off the critical path. */
+/* Off the critical path under the overlap (mp_step.hidden, step.h). */
 static bool term_hidden(const struct mp_step *s, int id)
 {
-	if (s->overlap == MP_OVERLAP_NONE || id == MP_TERM_OVERHEAD) {
-		return false;
-	}
-	return is_exchange_term(id) ? s->exchange_s <= s->compute_s : s->compute_s < s->exchange_s;
+	return s->hidden[id];
 }
 
 /* "dp x144" (data-parallel attention, one replica per GPU) or
@@ -263,8 +254,12 @@ static void print_terms(FILE *f, const struct mp_step *s)
 	bool overlapped = s->overlap != MP_OVERLAP_NONE;
 	if (overlapped) {
 		fprintf(f, "  (share: of the sum of terms, %.3f ms; overlap %s runs the shorter side "
-			   "under the longer, so the step is %.3f ms; '*' marks hidden terms)\n",
-			sum * 1e3, mp_step_overlap_name(s->overlap), s->step_time_s * 1e3);
+			   "under the longer%s, so the step is %.3f ms; '*' marks hidden terms)\n",
+			sum * 1e3, mp_step_overlap_name(s->overlap),
+			s->overlap == MP_OVERLAP_TWO_BATCH ? " in each stage (attention with one exchange, "
+							     "experts with the other)"
+							   : "",
+			s->step_time_s * 1e3);
 	} else {
 		fprintf(f, "  (share: of the step, the sum of terms)\n");
 	}

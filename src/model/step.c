@@ -655,25 +655,34 @@ static bool is_exchange(int id)
  * experts under combine. Per MoE layer and micro-batch the stage takes
  * the longer of the pair; every MoE layer has the same shape, so the sum
  * over layers of per-layer maxima is the maximum of the totals. The
- * dense layers' attention and FFN, the LM head, the drafter and the TP
- * all-reduce run beside no exchange and add. The drafter's own exchange
+ * attention stage holds the attention core and the `dense` term (the
+ * attention projections of every layer and the dense layers' FFN, which
+ * the model does not split: both are spread over the layers evenly, the
+ * MoE layers' share, moe / (moe + dense), in the stage; op_prepare of
+ * self_attn runs the projections there). The dense layers' share, the LM
+ * head, the drafter and the TP all-reduce run beside no exchange and add. The drafter's own exchange
  * is counted in dispatch and combine (one MTP layer against 58: it is
  * paired as if it were a main layer's). terms[] hold both micro-batches. */
 static double two_batch_body(const struct mp_model *m, enum mp_step_phase phase,
-			     const struct mp_step_term *t)
+			     const struct mp_step_term *t, bool *hidden)
 {
 	double layers = (double)m->moe_layers + (double)m->dense_layers;
 	double moe_share = layers > 0.0 ? (double)m->moe_layers / layers : 0.0;
-	double attn = t[MP_TERM_ATTENTION].time_s * moe_share;
+	double layer_terms = t[MP_TERM_ATTENTION].time_s + t[MP_TERM_DENSE].time_s;
+	double attn = layer_terms * moe_share;
 	double experts = t[MP_TERM_SHARED].time_s + t[MP_TERM_ROUTED].time_s;
 	double dispatch = t[MP_TERM_DISPATCH].time_s, combine = t[MP_TERM_COMBINE].time_s;
-	double rest = t[MP_TERM_ATTENTION].time_s - attn + t[MP_TERM_DENSE].time_s +
-		      t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s +
+	double rest = layer_terms - attn + t[MP_TERM_LM_HEAD].time_s + t[MP_TERM_DRAFTER].time_s +
 		      t[MP_TERM_TP_ALLREDUCE].time_s;
-	if (phase == MP_STEP_PREFILL) {
-		return fmax(attn, dispatch) + fmax(experts, combine) + rest;
-	}
-	return fmax(attn, combine) + fmax(experts, dispatch) + rest;
+	bool prefill = phase == MP_STEP_PREFILL;
+	double under_attn = prefill ? dispatch : combine;
+	double under_experts = prefill ? combine : dispatch;
+	/* the shorter side of each stage is off the critical path */
+	hidden[MP_TERM_ATTENTION] = hidden[MP_TERM_DENSE] = attn <= under_attn;
+	hidden[MP_TERM_SHARED] = hidden[MP_TERM_ROUTED] = experts <= under_experts;
+	hidden[prefill ? MP_TERM_DISPATCH : MP_TERM_COMBINE] = under_attn < attn;
+	hidden[prefill ? MP_TERM_COMBINE : MP_TERM_DISPATCH] = under_experts < experts;
+	return fmax(attn, under_attn) + fmax(experts, under_experts) + rest;
 }
 
 int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
@@ -726,10 +735,14 @@ int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 	double body;
 	switch (in->overlap) {
 	case MP_OVERLAP_TWO_BATCH:
-		body = two_batch_body(model, in->phase, s.terms);
+		body = two_batch_body(model, in->phase, s.terms, s.hidden);
 		break;
 	case MP_OVERLAP_FULL:
 		body = fmax(compute, exchange);
+		for (int i = 0; i < MP_TERM_COUNT; i++) {
+			s.hidden[i] = i != MP_TERM_OVERHEAD &&
+				      (is_exchange(i) ? exchange <= compute : compute < exchange);
+		}
 		break;
 	default:
 		body = compute + exchange;
