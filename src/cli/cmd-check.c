@@ -249,7 +249,7 @@ static int check_engine_loads(const struct mp_placement *full, const struct mp_l
 			      const uint32_t *rows, struct check_engine *ce)
 {
 	const uint32_t G = full->gpus;
-	uint32_t *row_loads = malloc((size_t)full->n_layers * sizeof(*row_loads));
+	uint32_t *row_loads = malloc((size_t)(full->n_layers ? full->n_layers : 1) * sizeof(*row_loads));
 	double *all = NULL;
 	if (!row_loads) {
 		return MP_ENOMEM;
@@ -258,7 +258,10 @@ static int check_engine_loads(const struct mp_placement *full, const struct mp_l
 		row_loads[h] = UINT32_MAX;
 	}
 	for (uint32_t r = 0; r < loads->n_layers; r++) {
-		row_loads[rows ? rows[r] : r] = r;
+		uint32_t h = rows ? rows[r] : r;
+		if (h < full->n_layers) {
+			row_loads[h] = r;
+		}
 	}
 	struct mp_dispatch sg = {MP_DISPATCH_SGLANG, MP_DISPATCH_STATIC, ce->d.gpus_per_node};
 	for (int pass = 0; pass < 2; pass++) {

@@ -612,7 +612,7 @@ int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_option
 	for (uint32_t l = 0; ids && l < p->n_layers; l++) {
 		ids[l] = row_id(loads, opts, l);
 	}
-	uint32_t span = p->n_layers ? ids[p->n_layers - 1] + 1 : 1;
+	uint32_t span = ids && p->n_layers ? ids[p->n_layers - 1] + 1 : 1;
 	unsigned char *pre = rc == 0 ? malloc(span) : NULL;
 	rc = rc == 0 && !pre ? MP_ENOMEM : rc;
 	if (rc == 0 && d->algorithm == MP_DISPATCH_STATIC && G / P > 1) {
