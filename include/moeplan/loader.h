@@ -18,6 +18,7 @@
 #define MOEPLAN_LOADER_H
 
 #include <stdint.h>
+#include <stdbool.h>
 
 #include "moeplan/diag.h"
 #include "moeplan/kernels.h"
@@ -126,6 +127,24 @@ MP_EXPORT int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_
  * nan, inf, hex and values beyond a double's range are refused. Returns 0
  * or MP_EINVAL (*out untouched). */
 MP_EXPORT int mp_parse_quantity(const char *text, const char *kind, double *out);
+
+struct mp_history;
+
+/** True when path is a series CSV: one of its leading '#' lines is
+ * `# columns: iteration,layer,...` (moeplan-formats(5) "Series"). False
+ * for "-", unreadable files and everything else. */
+MP_EXPORT bool mp_loads_is_series(const char *path);
+
+/** Loads as a history (moeplan/history.h), windows oldest first: each of
+ * paths[n_paths] in order is a series CSV (every iteration block one
+ * window, rows `iteration,layer,load_0,...`, iterations increasing, every
+ * block the same layers in increasing order; layer ids kept) or any file
+ * mp_load_loads reads (one window, e.g. an SGLang recorder dump). All
+ * windows must have one shape. Errors `path:line:col: error: ...` in
+ * diags. Returns 0, MP_EINVAL (bad input, no paths), MP_EIO or MP_ENOMEM;
+ * out is replaced only on success. */
+MP_EXPORT int mp_load_history(const char *const *paths, uint32_t n_paths, struct mp_history *out,
+			      struct mp_diags *diags);
 
 #ifdef __cplusplus
 }
