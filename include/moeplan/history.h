@@ -42,7 +42,7 @@ MP_EXPORT void mp_history_finish(struct mp_history *h);
 MP_EXPORT int mp_history_push(struct mp_history *h, struct mp_loads *w);
 
 enum mp_objective {
-	MP_OBJECTIVE_LAST = 0, /**< plan on the last window (what the engines do; the default) */
+	MP_OBJECTIVE_LAST = 0, /**< plan on the last window (what the engines do) */
 	MP_OBJECTIVE_MEAN,     /**< plan on the mean of the windows, each window's row first
 				    scaled to the last window's total for that layer (rows
 				    that sum to 0 are left out) */
@@ -57,6 +57,12 @@ enum mp_objective {
 				    with the bound max_t lower_bound_t / mean_t) */
 };
 
+/** The objective place and replan use when none is given, and its name: the
+ * one that won held out on the shipped series (README "Plans for the next
+ * window", tests/bench/holdout.py). */
+#define MP_OBJECTIVE_DEFAULT MP_OBJECTIVE_LAST
+#define MP_OBJECTIVE_DEFAULT_NAME "last"
+
 struct mp_objective_options {
 	enum mp_objective kind;
 	double half_life; /**< RECENCY: windows, > 0; default 2 (chosen, not fitted; DeepSeek's
@@ -64,7 +70,7 @@ struct mp_objective_options {
 	double k;         /**< SPREAD: standard deviations, >= 0; default 1 */
 };
 
-/** Defaults: MP_OBJECTIVE_LAST, half_life 2, k 1. */
+/** Defaults: MP_OBJECTIVE_DEFAULT, half_life 2, k 1. */
 MP_EXPORT void mp_objective_options_init(struct mp_objective_options *o);
 
 /** Parse an objective name (last, mean, recency, spread, worst) into *out.
@@ -76,7 +82,8 @@ MP_EXPORT const char *mp_objective_name(enum mp_objective kind);
 
 /** The L x E load vector the solver plans on for objective o (for WORST:
  * the MEAN vector, its starting point), in the unit of the last window
- * (each layer sums to the last window's total, before SPREAD's k * stddev
+ * (each layer sums to the last window's total, or to 1 where that total is
+ * 0, before SPREAD's k * stddev
  * is added; LAST is the last window itself). out is (re)allocated and takes the last
  * window's layer_ids, source and path. Returns 0, MP_EINVAL (no windows,
  * half_life <= 0, k < 0) or MP_ENOMEM. */

@@ -20,6 +20,7 @@
 #include "moeplan/diag.h"
 #include "moeplan/dispatch.h"
 #include "moeplan/doc.h"
+#include "moeplan/history.h"
 #include "moeplan/roofline.h"
 #include "opt.h"
 
@@ -412,6 +413,44 @@ int cli_loads_fit_plan(const char *cmd, const char *plan_path, const char *phase
  * rows are dropped with a note naming them, and cl numbers the others for
  * --export (hidden layers: the dump's rows). Returns 0 or MP_ENOMEM. */
 int cli_place_skip_dense(const char *loads_path, struct mp_loads *loads, struct cli_layers *cl);
+
+/* Loads as a history of windows (history.c, issue 25 item 3): several LOADS
+ * operands (oldest first) or a series CSV, reduced by an objective
+ * (moeplan/history.h) to the load vector the solver plans on. */
+struct cli_history {
+	struct mp_objective_options obj;
+	bool have_objective;     /**< --objective, --half-life or --spread-k given */
+	uint32_t first, last;    /**< --windows FIRST:LAST, 1-based, inclusive; 0 = all */
+	struct mp_history all;   /**< every window read (owned) */
+	struct mp_history view;  /**< windows first..last of all (not owned) */
+};
+/** --objective NAME (last, mean, recency, spread, worst), --half-life W
+ * (windows, > 0) or --spread-k K (>= 0): opt is the option's long name.
+ * False after a usage message naming cmd. */
+bool cli_history_option(const char *cmd, const char *opt, const char *arg, struct cli_history *h);
+/** "objective", "half-life", "spread-k", "windows" for i = 0..3 (the order
+ * commands declare these options in), else NULL. */
+const char *cli_history_option_name(int i);
+/** True when the operands make a history: more than one, or a series CSV. */
+bool cli_history_wanted(char *const *paths, uint32_t n_paths);
+/** Read paths[n_paths] as a history (mp_load_history), keep windows
+ * first..last (--windows; a range past the last window is a usage-style
+ * error in diags naming the file and the window count) and reduce them with
+ * h->obj into out (mp_history_loads). Returns 0, MP_EINVAL (with diags),
+ * MP_EIO or MP_ENOMEM. */
+int cli_history_load(struct cli_history *h, char *const *paths, uint32_t n_paths,
+		     struct mp_loads *out, struct mp_diags *diags);
+/** --objective worst: every layer of pl (planned on the mean) improved by
+ * mp_place_worst_layer over h->view, then re-evaluated on plan (the mean
+ * vector); *worst and *bound the largest over layers. Returns 0, MP_EINVAL
+ * or MP_ENOMEM. */
+int cli_history_worst(const struct cli_history *h, const struct mp_loads *plan,
+		      struct mp_placement *pl, double *worst, double *bound);
+/** `history: {objective, windows, first_window, last_window, half_life |
+ * spread_k, worst_ratio, worst_bound}` into doc (a map); worst < 0 leaves
+ * the last two out. */
+void cli_history_doc(const struct cli_history *h, double worst, double bound, struct mp_doc *doc);
+void cli_history_finish(struct cli_history *h);
 
 /* --engine and its companions on place, check, replan and simulate
  * (engine-opt.c, issue 24): the dispatch rule a map is scored or placed

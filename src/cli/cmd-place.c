@@ -13,6 +13,10 @@ enum {
 	OPT_EXPORT_OUTPUT,
 	OPT_ENGINE,
 	OPT_EP_DISPATCH_ALGORITHM,
+	OPT_OBJECTIVE,
+	OPT_HALF_LIFE,
+	OPT_SPREAD_K,
+	OPT_WINDOWS,
 };
 
 static const struct cli_opt place_options[] = {
@@ -54,13 +58,23 @@ static const struct cli_opt place_options[] = {
 		"--ep-dispatch-algorithm the plan assumes,\n"
 		"                                 static, dynamic or fake (default static, SGLang's choice\n"
 		"                                 with --init-expert-location)", "static dynamic fake"},
+	{"objective", OPT_OBJECTIVE, "NAME", "with a history of loads (several LOADS, oldest first, or a series CSV):\n"
+		"                                 what to plan the next window on: last (the last window, as the\n"
+		"                                 engines do), mean, recency (weights halving every --half-life\n"
+		"                                 windows), spread (mean + --spread-k standard deviations) or\n"
+		"                                 worst (the largest busiest/mean over the windows, by slot swaps\n"
+		"                                 from the mean's plan) (default " MP_OBJECTIVE_DEFAULT_NAME ", the best held out on\n"
+		"                                 the shipped series: README \"Plans for the next window\")", "last mean recency spread worst"},
+	{"half-life", OPT_HALF_LIFE, "W", "with --objective recency: windows over which a window's weight halves (default 2)", NULL},
+	{"spread-k", OPT_SPREAD_K, "K", "with --objective spread: standard deviations added to each expert's mean, 0 to 100 (default 1)", NULL},
+	{"windows", OPT_WINDOWS, "FIRST:LAST", "with a history: plan on windows FIRST to LAST only, numbered from 1 (default: all)", NULL},
 	CLI_OPT_HELP,
 	{0},
 };
 
 const struct cli_command_help cmd_place_help = {
 	.name = "place",
-	.synopsis = "moeplan place LOADS --gpus G --slots N [--time-limit SECONDS] [-o FILE]\n"
+	.synopsis = "moeplan place LOADS... --gpus G --slots N [--time-limit SECONDS] [-o FILE]\n"
 		    "                     [--format yaml|json] [options]",
 	.description =
 		"Places logical experts and their redundant replicas into G x (N / G) slots for\n"
@@ -69,6 +83,8 @@ const struct cli_command_help cmd_place_help = {
 		"and each replica carries an equal share of its expert's load. LOADS is a CSV\n"
 		"(one row per layer, one column per expert, '#' comments), a YAML or JSON list of\n"
 		"lists, or SGLang's logical_count dump (JSON, or its torch.save .pt as written).\n"
+		"Several LOADS (oldest first), or a series CSV of time windows, are a history: the\n"
+		"plan is made for the next window from it (--objective).\n"
 		"Prints the `placement` object: per layer\n"
 		"gpu_experts, replicas, gpu_load, max_load, mean_load, balancedness, the proven\n"
 		"lower_bound, gap, status (optimal, feasible or time_limit) and method; then\n"
@@ -78,11 +94,14 @@ const struct cli_command_help cmd_place_help = {
 	.examples =
 		"  moeplan place plans/traces/olmoe_c4.csv --gpus 8 --slots 72\n"
 		"  moeplan place plans/traces/switch128_bookcorpus.csv --gpus 16 --slots 144 --time-limit 2 \\\n"
-		"      --format json -o placement.json\n",
+		"      --format json -o placement.json\n"
+		"  moeplan place plans/traces/qwen15moe_bookcorpus.series.csv --gpus 8 --slots 72 --objective mean\n",
 };
 
 struct place_args {
 	const char *loads;
+	char *const *paths; /* every LOADS operand */
+	uint32_t n_paths;
 	const char *output;
 	const char *export_format;
 	const char *export_output;
@@ -96,6 +115,7 @@ struct place_args {
 	bool have_groups;
 	struct mp_place_options opts;
 	struct cli_engine engine;
+	struct cli_history history;
 };
 
 /* After the options: the one LOADS operand, then the options checked
@@ -107,10 +127,15 @@ static int check_args(int argc, char **argv, struct place_args *a)
 	if (optind >= argc) {
 		return cli_usage("place", "LOADS is required");
 	}
-	if (optind + 1 < argc) {
-		return cli_usage("place", "unexpected argument '%s'", argv[optind + 1]);
-	}
 	a->loads = argv[optind];
+	a->paths = argv + optind;
+	a->n_paths = (uint32_t)(argc - optind);
+	if (a->history.obj.kind == MP_OBJECTIVE_WORST &&
+	    (a->opts.gpus_per_node != 0 || a->engine.d.rule != MP_DISPATCH_EVEN)) {
+		return cli_usage("place", "--objective worst plans the even split without nodes: it "
+				 "excludes --gpus-per-node and --engine %s",
+				 mp_dispatch_rule_name(a->engine.d.rule));
+	}
 	if (!a->have_gpus || !a->have_slots) {
 		return cli_usage("place", "--gpus G and --slots N are required");
 	}
@@ -151,7 +176,11 @@ static int check_args(int argc, char **argv, struct place_args *a)
 	}
 	const char *outs[] = {a->output, a->export_output};
 	for (size_t i = 0; i < 2; i++) {
-		if (outs[i] && (cli_same_file(outs[i], a->loads) || (a->model && cli_same_file(outs[i], a->model)))) {
+		bool input = outs[i] && a->model && cli_same_file(outs[i], a->model);
+		for (uint32_t p = 0; outs[i] && p < a->n_paths; p++) {
+			input = input || cli_same_file(outs[i], a->paths[p]);
+		}
+		if (input) {
 			return cli_usage("place", "'%s' is an input; refusing to overwrite it", outs[i]);
 		}
 	}
@@ -278,6 +307,15 @@ static int parse_args(int argc, char **argv, struct place_args *a)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_OBJECTIVE:
+		case OPT_HALF_LIFE:
+		case OPT_SPREAD_K:
+		case OPT_WINDOWS:
+			if (!cli_history_option("place", cli_history_option_name(c - OPT_OBJECTIVE), optarg,
+						&a->history)) {
+				return EXIT_USAGE;
+			}
+			break;
 		default: /* every id of the table has its case above */
 			break;
 		}
@@ -320,6 +358,7 @@ int cmd_place(int argc, char **argv)
 {
 	struct place_args a = { 0 };
 	mp_place_options_init(&a.opts);
+	mp_objective_options_init(&a.history.obj);
 	int rc = parse_args(argc, argv, &a);
 	if (rc != 0) {
 		return rc < 0 ? EXIT_OK : rc;
@@ -333,7 +372,17 @@ int cmd_place(int argc, char **argv)
 	mp_placement_init(&pl);
 	mp_diags_init(&diags);
 	int exit_code = EXIT_OK;
-	rc = mp_load_loads(a.loads, &loads, &diags);
+	const bool history = cli_history_wanted(a.paths, a.n_paths);
+	if (!history && (a.history.have_objective || a.history.first != 0)) {
+		/* one window: every objective plans on it; --windows needs a history */
+		if (a.history.first > 1 || a.history.last > 1) {
+			cli_error("--windows %u:%u: %s is one window", a.history.first, a.history.last, a.loads);
+			exit_code = EXIT_INPUT;
+			goto out;
+		}
+	}
+	rc = history ? cli_history_load(&a.history, a.paths, a.n_paths, &loads, &diags)
+		     : mp_load_loads(a.loads, &loads, &diags);
 	if (rc != 0) {
 		cli_print_diags(&diags);
 		if (diags.count == 0) {
@@ -372,9 +421,22 @@ int cmd_place(int argc, char **argv)
 		exit_code = rc == MP_ELIMIT ? EXIT_SOLVER : EXIT_INPUT;
 		goto out;
 	}
+	double worst = -1.0;
+	double worst_bound = 0.0;
+	if (history && a.history.obj.kind == MP_OBJECTIVE_WORST) {
+		rc = cli_history_worst(&a.history, &loads, &pl, &worst, &worst_bound);
+		if (rc != 0) {
+			cli_error("%s: %s", a.loads, mp_strerror(rc));
+			exit_code = EXIT_INPUT;
+			goto out;
+		}
+	}
 	cli_report_time_limit("place", (const struct mp_placement *const[]){&pl}, 1,
 			      a.opts.time_limit_s, NULL);
 	doc = mp_placement_to_doc(&pl, loads.layer_ids);
+	if (doc && history) {
+		cli_history_doc(&a.history, worst, worst_bound, doc);
+	}
 	if (!doc || mp_doc_failed(doc)) {
 		cli_error("%s", mp_strerror(MP_ENOMEM));
 		exit_code = EXIT_INPUT;
@@ -406,11 +468,11 @@ int cmd_place(int argc, char **argv)
 	if (exit_code == EXIT_OK && !cli_quiet && a.output && strcmp(a.output, "-") != 0) {
 		uint32_t optimal = 0;
 		uint32_t stopped = 0;
-		double worst = 0;
+		double worst_gap = 0;
 		for (uint32_t l = 0; l < pl.n_layers; l++) {
 			optimal += pl.layers[l].status == MP_PLACE_OPTIMAL;
 			stopped += pl.layers[l].status == MP_PLACE_TIME_LIMIT;
-			worst = pl.layers[l].gap > worst ? pl.layers[l].gap : worst;
+			worst_gap = pl.layers[l].gap > worst_gap ? pl.layers[l].gap : worst_gap;
 		}
 		char limit_note[96] = "";
 		if (stopped > 0) {
@@ -418,7 +480,7 @@ int cmd_place(int argc, char **argv)
 				 ", %u stopped by --time-limit (status time_limit)", stopped);
 		}
 		fprintf(stderr, "moeplan place: %u layer%s, %u proven optimal%s, worst gap %.3g%%; wrote %s\n",
-			pl.n_layers, cli_s(pl.n_layers), optimal, limit_note, worst * 100, a.output);
+			pl.n_layers, cli_s(pl.n_layers), optimal, limit_note, worst_gap * 100, a.output);
 		if (pl.gpus_per_node != 0 && pl.gpus / pl.gpus_per_node > 1) {
 			double node_worst = 1;
 			double price = 1;
@@ -442,6 +504,7 @@ int cmd_place(int argc, char **argv)
 		}
 	}
 out:
+	cli_history_finish(&a.history);
 	cli_layers_finish(&layers);
 	mp_doc_destroy(doc);
 	mp_placement_finish(&pl);

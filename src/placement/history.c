@@ -34,7 +34,7 @@ static const char *const objective_names[] = {"last", "mean", "recency", "spread
 void mp_objective_options_init(struct mp_objective_options *o)
 {
 	assert(o);
-	*o = (struct mp_objective_options){.kind = MP_OBJECTIVE_LAST, .half_life = 2.0, .k = 1.0};
+	*o = (struct mp_objective_options){.kind = MP_OBJECTIVE_DEFAULT, .half_life = 2.0, .k = 1.0};
 }
 
 int mp_objective_parse(const char *name, enum mp_objective *out)
@@ -79,7 +79,8 @@ static void reduce_layer(const struct mp_history *h, const struct mp_objective_o
 {
 	const uint32_t n = h->windows[0].n_experts;
 	const double *last = mp_loads_row(&h->windows[h->n_windows - 1u], l);
-	const double total = row_sum(last, n);
+	const double last_total = row_sum(last, n);
+	const double total = last_total > 0.0 ? last_total : 1.0; /* an idle last window: shares */
 	double wsum = 0.0;
 	memset(out, 0, n * sizeof(*out));
 	for (uint32_t t = 0; t < h->n_windows; t++) {
