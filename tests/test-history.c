@@ -353,6 +353,41 @@ static void history__place_mean_of_files(void **state)
 	unlink(a), unlink(b), unlink(m), unlink(c);
 }
 
+/* replan of two --loads with --objective mean re-plans on the mean worked
+ * by hand, as if that mean were the one file: [6,2,2,2] and [2,2,2,6] ->
+ * [4,2,2,4]. The two runs print the same moves. */
+static void history__replan_mean_of_files(void **state)
+{
+	(void)state;
+	const char *a = write_tmp("ra.csv", "6,2,2,2\n");
+	const char *b = write_tmp("rb.csv", "2,2,2,6\n");
+	const char *m = write_tmp("rm.csv", "4,2,2,4\n");
+	const char *old = write_tmp("rold.json", "");
+	struct cli_result p = cli_run("place", write_tmp("rz.csv", "1,1,1,9\n"), "--gpus", "2", "--slots",
+				      "6", "-f", "json", "-q", "-o", old, NULL);
+	assert_int_equal(p.status, 0);
+	free(p.out), free(p.err);
+	struct cli_result r1 = cli_run("replan", "--plan", old, "--loads", a, "--loads", b, "--objective",
+				       "mean", "-f", "json", NULL);
+	struct cli_result r2 = cli_run("replan", "--plan", old, "--loads", m, "-f", "json", NULL);
+	assert_int_equal(r1.status, 0);
+	assert_int_equal(r2.status, 0);
+	const char *g1 = strstr(r1.out, "\"gpu_experts\"");
+	const char *g2 = strstr(r2.out, "\"gpu_experts\"");
+	assert_non_null(g1);
+	assert_non_null(g2);
+	const char *e1 = strstr(g1, "]\n      ],");
+	assert_non_null(e1);
+	assert_memory_equal(g1, g2, (size_t)(e1 - g1));
+	assert_non_null(strstr(r1.out, "\"objective\": \"mean\""));
+	free(r1.out), free(r1.err), free(r2.out), free(r2.err);
+	struct cli_result e = cli_run("replan", "--plan", old, "--loads", a, "--loads", b, "--objective",
+				      "worst", NULL);
+	assert_int_equal(e.status, 2);
+	free(e.out), free(e.err);
+	unlink(a), unlink(b), unlink(m), unlink(old);
+}
+
 /* The shipped series reads as 20 windows of 12 layers x 60 experts, and
  * its first block's first row is the file's first data line. */
 static void history__shipped_series(void **state)
@@ -380,6 +415,7 @@ int main(void)
 		cmocka_unit_test(history__worst_by_hand),
 		cmocka_unit_test(history__worst_against_enumeration),
 		cmocka_unit_test(history__place_mean_of_files),
+		cmocka_unit_test(history__replan_mean_of_files),
 		cmocka_unit_test(history__shipped_series),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,14 +34,20 @@ enum {
 	OPT_EXPORT,
 	OPT_EXPORT_OUTPUT,
 	OPT_NO_MIP,
+	OPT_OBJECTIVE,
+	OPT_HALF_LIFE,
+	OPT_SPREAD_K,
+	OPT_WINDOWS,
 };
 
 static const struct cli_opt replan_options[] = {
 	{"plan", 'p', "CURRENT", "the running placement: a moeplan plan or placement, SGLang's or\n"
 		"                                 vLLM's physical_to_logical_map JSON, or a [layers][slots] list\n"
 		"                                 (required)", CLI_COMPLETE_FILE},
-	{"loads", 'l', "OBSERVED", "observed loads: [layers][experts] (CSV, YAML, SGLang\n"
-		"                                 logical_count), or [layers][slots] per physical slot (required)", CLI_COMPLETE_FILE},
+	{"loads", 'l', "OBSERVED...", "observed loads: [layers][experts] (CSV, YAML, SGLang\n"
+		"                                 logical_count), or [layers][slots] per physical slot (required);\n"
+		"                                 a series CSV, or --loads given again (oldest first), is a history\n"
+		"                                 (--objective)", CLI_COMPLETE_FILE},
 	{"gpus", 'g', "N", "GPUs of a map that does not say (SGLang map, bare list); checked\n"
 		"                                 against the file's gpus or vLLM ep_size (default: the file's)", NULL},
 	{"phase", 'P', "PHASE", "phase of a full plan to re-plan: decode (default) or prefill", "decode prefill"},
@@ -80,6 +86,11 @@ static const struct cli_opt replan_options[] = {
 	{"threads", 'j', "N", "threads of the from-scratch solver; the output does not depend on\n"
 		"                                 it (default: number of CPUs)", NULL},
 	{"no-mip", OPT_NO_MIP, NULL, "skip GLPK (local search and the from-scratch plan only)", NULL},
+	{"objective", OPT_OBJECTIVE, "NAME", "with a history of loads: re-plan for the next window from last, mean,\n"
+		"                                 recency or spread, as place does (default " MP_OBJECTIVE_DEFAULT_NAME ")", "last mean recency spread"},
+	{"half-life", OPT_HALF_LIFE, "W", "with --objective recency: windows over which a window's weight halves (default 2)", NULL},
+	{"spread-k", OPT_SPREAD_K, "K", "with --objective spread: standard deviations added to each expert's mean, 0 to 100 (default 1)", NULL},
+	{"windows", OPT_WINDOWS, "FIRST:LAST", "with a history: use windows FIRST to LAST only, numbered from 1 (default: all)", NULL},
 	{"output", 'o', "FILE", "write the output to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
 	CLI_OPT_FORMAT_YAML,
 	CLI_OPT_VERBOSE,
@@ -119,7 +130,9 @@ const struct cli_command_help cmd_replan_help = {
 
 struct replan_args {
 	const char *plan;
-	const char *loads;
+	const char *loads;     /* the last --loads: the newest window */
+	char *loads_paths[16]; /* every --loads, oldest first */
+	uint32_t n_loads;
 	const char *phase;
 	const char *max_moves;
 	const char *move_cost;
@@ -140,6 +153,7 @@ struct replan_args {
 	double link_bw;
 	bool have_layer_time;
 	struct mp_replan_options opts;
+	struct cli_history history;
 };
 
 static int parse_args(int argc, char **argv, struct replan_args *a)
@@ -153,7 +167,25 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			a->plan = optarg;
 			break;
 		case 'l':
+			if (a->n_loads == sizeof(a->loads_paths) / sizeof(a->loads_paths[0])) {
+				return cli_usage("replan", "--loads: at most %zu files",
+						 sizeof(a->loads_paths) / sizeof(a->loads_paths[0]));
+			}
+			a->loads_paths[a->n_loads++] = optarg;
 			a->loads = optarg;
+			break;
+		case OPT_OBJECTIVE:
+		case OPT_HALF_LIFE:
+		case OPT_SPREAD_K:
+		case OPT_WINDOWS:
+			if (!cli_history_option("replan", cli_history_option_name(c - OPT_OBJECTIVE), optarg,
+						&a->history)) {
+				return EXIT_USAGE;
+			}
+			if (a->history.obj.kind == MP_OBJECTIVE_WORST) {
+				return cli_usage("replan", "--objective worst is place's: replan minimises the "
+						 "moves' cost on one load vector (last, mean, recency or spread)");
+			}
 			break;
 		case 'g':
 			if (!cli_parse_u32("replan", "gpus", optarg, 1, MP_MAX_GPUS, &a->gpus)) {
@@ -282,7 +314,11 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 	}
 	const char *outs[] = {a->output, a->export_output, a->svg};
 	for (size_t i = 0; i < sizeof(outs) / sizeof(outs[0]); i++) {
-		if (cli_same_file(outs[i], a->plan) || cli_same_file(outs[i], a->loads)) {
+		bool input = cli_same_file(outs[i], a->plan);
+		for (uint32_t p = 0; p < a->n_loads; p++) {
+			input = input || cli_same_file(outs[i], a->loads_paths[p]);
+		}
+		if (input) {
 			return cli_usage("replan", "'%s' is an input; refusing to overwrite it", outs[i]);
 		}
 	}
@@ -416,7 +452,7 @@ static int select_rows(const struct replan_args *a, const struct mp_replan_plan_
  * is an engine map: rows), what the file says besides (info), and the
  * loads per logical expert (per-slot counts folded through cur). Returns
  * 0 or an MP_ code (reported in diags). */
-static int load_inputs(const struct replan_args *a, struct mp_placement *cur,
+static int load_inputs(struct replan_args *a, struct mp_placement *cur,
 		       struct mp_replan_plan_info *info, struct rows *rows, struct mp_loads *loads,
 		       struct mp_diags *diags)
 {
@@ -426,8 +462,14 @@ static int load_inputs(const struct replan_args *a, struct mp_placement *cur,
 	if (rc == 0) {
 		rc = mp_replan_read_plan_info(a->plan, a->phase, info, diags);
 	}
-	if (rc == 0) {
-		rc = mp_load_loads(a->loads, &raw, diags);
+	if (rc == 0 && cli_history_wanted(a->loads_paths, a->n_loads)) {
+		rc = cli_history_load(&a->history, a->loads_paths, a->n_loads, &raw, diags);
+	} else if (rc == 0) {
+		rc = a->history.first > 1 || a->history.last > 1
+			     ? mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL, "--windows %u:%u: one window",
+					    a->history.first, a->history.last)
+			     : mp_load_loads(a->loads, &raw, diags);
+		rc = rc == MP_ENOMEM || rc == 0 ? rc : MP_EINVAL;
 	}
 	if (rc == 0) {
 		rc = cli_rows_dense_zero(a->model, a->loads, &raw, diags);
@@ -779,6 +821,7 @@ int cmd_replan(int argc, char **argv)
 {
 	struct replan_args a = {0};
 	mp_replan_options_init(&a.opts);
+	mp_objective_options_init(&a.history.obj);
 	int status = parse_args(argc, argv, &a);
 	if (status != 0) {
 		return status < 0 ? EXIT_OK : status;
@@ -847,6 +890,9 @@ int cmd_replan(int argc, char **argv)
 		goto out;
 	}
 	record = mp_replan_to_doc(&r, &a.opts, named_rows(&rows));
+	if (record && a.history.view.n_windows > 0) {
+		cli_history_doc(&a.history, -1.0, 0.0, record);
+	}
 	/* the new map: the whole engine map with the re-planned rows in it */
 	const struct mp_placement *new_map = &r.after;
 	if (rows.ids) {
@@ -906,6 +952,7 @@ out:
 	}
 	mp_doc_destroy(record);
 	mp_doc_destroy(doc);
+	cli_history_finish(&a.history);
 	cli_layers_finish(&layers);
 	mp_replan_finish(&r);
 	mp_loads_finish(&loads);

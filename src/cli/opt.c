@@ -143,7 +143,8 @@ int cli_parser_next(struct cli_parser *p, int argc, char **argv)
 		return CLI_PARSE_HELP;
 	}
 	if (o->value) {
-		if (p->seen[c]) {
+		const size_t n = strlen(o->value);
+		if (p->seen[c] && !(n > 3 && strcmp(o->value + n - 3, "...") == 0)) {
 			cli_usage(p->cmd->name, "--%s given twice: give it once", o->name);
 			return CLI_PARSE_ERROR;
 		}

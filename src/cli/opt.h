@@ -32,7 +32,8 @@ struct cli_opt {
 	const char *name;      /**< long name, without "--"; NULL ends the table */
 	int id;                /**< what the parser returns: the short letter (-x) when
 				    below 128, else CLI_OPT_LONG + n (long name only) */
-	const char *value;     /**< the value's name in help ("FILE"); NULL: a flag */
+	const char *value;     /**< the value's name in help ("FILE"); NULL: a flag. An option
+				    is given once, unless its value name ends in "..." ("FILE...") */
 	const char *help;      /**< the help line, including its default */
 	const char *complete;  /**< bash completion of the value, see CLI_COMPLETE_FILE */
 };
