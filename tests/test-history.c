@@ -20,6 +20,7 @@
 #include "moeplan/history.h"
 #include "moeplan/loader.h"
 #include "moeplan/placement.h"
+#include "moeplan/plan.h"
 
 /* |got - want| <= tol, printing both when not */
 #define assert_near(got, want, tol) near_((got), (want), (tol), __FILE__, __LINE__)
@@ -388,6 +389,67 @@ static void history__replan_mean_of_files(void **state)
 	unlink(a), unlink(b), unlink(m), unlink(old);
 }
 
+/* A scenario's observed traffic may be a series: reduced by its objective.
+ * Two windows of 4 layers x 16 experts with equal totals (16 and 16 per
+ * layer): window 1 has load 2 on expert l (layer l) and 14/15 on the others...
+ * kept simple: w1[e] = 1 + (e == l) * 15, w2[e] = 1 + (e == l + 4) * 15 (both
+ * total 30), so the mean is 1 everywhere plus 7.5 on experts l and l + 4. */
+static void history__scenario_series(void **state)
+{
+	(void)state;
+	char series[4096] = "# columns: iteration,layer,e0..e15\n";
+	for (int t = 0; t < 2; t++) {
+		for (int l = 0; l < 4; l++) {
+			char row[256];
+			int n = snprintf(row, sizeof(row), "%d,%d", t, l + 1);
+			for (int e = 0; e < 16; e++) {
+				n += snprintf(row + n, sizeof(row) - (size_t)n, ",%d", e == l + 4 * t ? 16 : 1);
+			}
+			snprintf(row + n, sizeof(row) - (size_t)n, "\n");
+			strcat(series, row);
+		}
+	}
+	const char *sp = write_tmp("sc.series.csv", series);
+	char *inline_yaml = cli_slurp(src_path("tests/data/scenario-inline.yaml"));
+	assert_non_null(inline_yaml);
+	const char *hot = "  hot: {experts: 0.25, load: 0.75, seed: 42, permute: yes}\n";
+	char *at = strstr(inline_yaml, hot);
+	assert_non_null(at);
+	char yaml[8192];
+	snprintf(yaml, sizeof(yaml), "%.*s  observed: {csv: %s, objective: mean}\n%s", (int)(at - inline_yaml),
+		 inline_yaml, sp, at + strlen(hot));
+	free(inline_yaml);
+	/* its hardware path is relative to tests/data/ */
+	char *rel = strstr(yaml, "../../hardware/");
+	assert_non_null(rel);
+	char fixed[8192];
+	snprintf(fixed, sizeof(fixed), "%.*s%s%s", (int)(rel - yaml), yaml, src_path("hardware/"),
+		 rel + strlen("../../hardware/"));
+	assert_null(strstr(fixed, "../"));
+	const char *yp = write_tmp("sc.yaml", fixed);
+	struct mp_scenario sc;
+	mp_scenario_init(&sc);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	int rc = mp_load_scenario(yp, &sc, &d);
+	for (size_t i = 0; i < d.count; i++) {
+		mp_diag_print(&d.items[i], stderr);
+	}
+	assert_int_equal(rc, 0);
+	const struct mp_loads *o = &sc.traffic.observed;
+	assert_int_equal(o->n_layers, 4);
+	assert_int_equal(o->n_experts, 16);
+	for (uint32_t l = 0; l < 4; l++) {
+		for (uint32_t e = 0; e < 16; e++) {
+			assert_near(mp_loads_row(o, l)[e], e == l || e == l + 4 ? 8.5 : 1.0, 1e-12);
+		}
+	}
+	assert_non_null(strstr(o->source, "objective mean over 2 windows"));
+	mp_scenario_finish(&sc);
+	mp_diags_finish(&d);
+	unlink(sp), unlink(yp);
+}
+
 /* The shipped series reads as 20 windows of 12 layers x 60 experts, and
  * its first block's first row is the file's first data line. */
 static void history__shipped_series(void **state)
@@ -416,6 +478,7 @@ int main(void)
 		cmocka_unit_test(history__worst_against_enumeration),
 		cmocka_unit_test(history__place_mean_of_files),
 		cmocka_unit_test(history__replan_mean_of_files),
+		cmocka_unit_test(history__scenario_series),
 		cmocka_unit_test(history__shipped_series),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "loader-internal.h"
+#include "moeplan/history.h"
 
 #define MAX_TOKENS 1e12
 #define MAX_REQUESTS_PER_GPU 1e7
@@ -20,11 +21,42 @@
 static const char *const traffic_kinds[] = {"uniform", "zipf", "hot", "observed", NULL};
 static const char *const zipf_keys[] = {"s", "seed", "permute", NULL};
 static const char *const hot_keys[] = {"experts", "load", "seed", "permute", NULL};
-static const char *const observed_keys[] = {"csv", "loads", NULL};
+static const char *const observed_keys[] = {"csv", "loads", "objective", "half_life", "spread_k", NULL};
+static const char *const objective_keys[] = {"last", "mean", "recency", "spread", NULL};
+
+/* A series CSV (moeplan-formats(5) "Series"): the history reduced by o to
+ * the loads plan uses, their source naming the objective. */
+static int load_series_observed(const char *path, const struct mp_objective_options *o,
+				struct mp_loads *out, struct mp_diags *diags)
+{
+	struct mp_history h;
+	mp_history_init(&h);
+	int rc = mp_load_history(&path, 1, &h, diags);
+	if (rc == 0) {
+		rc = mp_history_loads(&h, o, out);
+	}
+	if (rc == 0) {
+		char note[160];
+		snprintf(note, sizeof(note), "; for the next window: objective %s over %u windows",
+			 mp_objective_name(o->kind), h.n_windows);
+		const char *base = out->source ? out->source : path;
+		const size_t n = strlen(base) + strlen(note) + 1;
+		char *src = malloc(n);
+		if (!src) {
+			rc = MP_ENOMEM;
+		} else {
+			snprintf(src, n, "%s%s", base, note);
+			free(out->source);
+			out->source = src;
+		}
+	}
+	mp_history_finish(&h);
+	return rc;
+}
 
 /* Observed loads from a file named in ld's file (relative to its folder). */
 static void load_observed_file(struct ld *ld, const yaml_node_t *node, const char *field,
-			       struct mp_loads *out)
+			       const struct mp_objective_options *o, struct mp_loads *out)
 {
 	const char *rel = ld_scalar(node);
 	if (!rel) {
@@ -44,11 +76,30 @@ static void load_observed_file(struct ld *ld, const yaml_node_t *node, const cha
 		free(path);
 		return;
 	}
-	int rc = mp_load_loads(path, out, ld->diags);
+	struct mp_objective_options def;
+	mp_objective_options_init(&def);
+	int rc = mp_loads_is_series(path) ? load_series_observed(path, o ? o : &def, out, ld->diags)
+					  : mp_load_loads(path, out, ld->diags);
 	if (rc != 0) {
 		ld_fail(ld, rc);
 	}
 	free(path);
+}
+
+/* observed: {objective, half_life, spread_k}: how a series is reduced. */
+static void parse_objective(struct ld *ld, const yaml_node_t *value, const char *sub,
+			    struct mp_objective_options *o)
+{
+	char field[256];
+	int kind = (int)o->kind;
+	if (ld_get_enum(ld, ld_get(ld, value, "objective"), ld_field(field, sizeof(field), sub, "objective"),
+			objective_keys, &kind)) {
+		o->kind = (enum mp_objective)kind;
+	}
+	ld_get_real(ld, ld_get(ld, value, "half_life"), ld_field(field, sizeof(field), sub, "half_life"),
+		    "windows", 0.0, true, MP_MAX_WINDOWS, &o->half_life);
+	ld_get_real(ld, ld_get(ld, value, "spread_k"), ld_field(field, sizeof(field), sub, "spread_k"),
+		    NULL, 0.0, false, 100.0, &o->k);
 }
 
 void ld_parse_traffic(struct ld *ld, const yaml_node_t *node, const char *what,
@@ -66,7 +117,7 @@ void ld_parse_traffic(struct ld *ld, const yaml_node_t *node, const char *what,
 		} else {
 			/* A file of observed loads (CSV, YAML or JSON). */
 			t.kind = MP_TRAFFIC_OBSERVED;
-			load_observed_file(ld, node, label, &t.observed);
+			load_observed_file(ld, node, label, NULL, &t.observed);
 		}
 		goto done;
 	}
@@ -118,14 +169,17 @@ void ld_parse_traffic(struct ld *ld, const yaml_node_t *node, const char *what,
 	} else if (strcmp(kind, "observed") == 0) {
 		t.kind = MP_TRAFFIC_OBSERVED;
 		if (value && value->type == YAML_SCALAR_NODE && !ld_is_null(value)) {
-			load_observed_file(ld, value, sub, &t.observed);
+			load_observed_file(ld, value, sub, NULL, &t.observed);
 		} else if (ld_check_map(ld, value, sub, observed_keys)) {
 			const yaml_node_t *csv = ld_get(ld, value, "csv");
 			const yaml_node_t *loads = ld_get(ld, value, "loads");
 			if (csv && loads) {
 				ld_error(ld, loads, "%s: give either csv or loads, not both", sub);
 			} else if (csv) {
-				load_observed_file(ld, csv, ld_field(field, sizeof(field), sub, "csv"),
+				struct mp_objective_options o;
+				mp_objective_options_init(&o);
+				parse_objective(ld, value, sub, &o);
+				load_observed_file(ld, csv, ld_field(field, sizeof(field), sub, "csv"), &o,
 						   &t.observed);
 			} else if (loads) {
 				ld_parse_loads_array(ld, loads, ld_field(field, sizeof(field), sub, "loads"),
