@@ -10,7 +10,29 @@
  *   kv       = requests * mp_model_kv_bytes_per_request(context)
  *   buffers  = dispatch/combine buffers (DeepEP layouts, below)
  *   workspace= the MoE layer's activations (vLLM fused_moe caches, below)
- *   reserve  = runtime, NCCL and allocator slack (option)
+ *   reserve  = runtime, NCCL and allocator slack (option), or what the
+ *              engine's memory fraction leaves out (below)
+ *
+ * Memory rules (mp_capacity_options.memory; an engine profile, engine.h):
+ *  - MP_MEMORY_RESERVE: reserve = reserve_bytes (moeplan's own, 3.9 GB).
+ *  - MP_MEMORY_STATIC_FRACTION, f = memory_fraction: SGLang's
+ *    --mem-fraction-static, "(model weights + KV cache pool) / GPU memory
+ *    capacity" (server_args.py _handle_gpu_memory_settings, sgl-project/
+ *    sglang 60d36e7be). The rest, (1 - f) HBM, holds activations, CUDA
+ *    graphs and the DeepEP buffers (made at the first forward, after the KV
+ *    pool): reserve = max((1 - f) HBM - buffers - workspace, reserve_bytes),
+ *    so weights + KV + buffers + workspace + reserve >= weights + KV +
+ *    (1 - f) HBM. (A rest smaller than buffers + workspace + reserve_bytes
+ *    is not flagged: SGLang would run out of memory there.)
+ *  - MP_MEMORY_SGLANG_AUTO: f from SGLang's heuristic when the flag is not
+ *    given (mp_sglang_mem_fraction_static, with tp = dp = the EP width under
+ *    DP attention), then as STATIC_FRACTION.
+ *  - MP_MEMORY_UTILIZATION, u = memory_fraction: vLLM's
+ *    --gpu-memory-utilization, "the fraction of GPU memory to be used for
+ *    the model executor" (vllm-project/vllm@002f10e0 vllm/config/cache.py
+ *    CacheConfig; default 0.92 there): everything vLLM allocates, profiled
+ *    activations included, within u HBM: reserve = (1 - u) HBM +
+ *    reserve_bytes (CUDA context, NCCL: within u too).
  *
  * W is the expert weight bytes of roofline.h (P * bits / 8).
  *
@@ -68,12 +90,50 @@ enum mp_buffer_mode {
  * NCCL. */
 #define MP_CAPACITY_DEFAULT_RESERVE_BYTES UINT64_C(3900000000)
 
+/** How the engine holds memory (see the file's top comment). */
+enum mp_memory_rule {
+	MP_MEMORY_RESERVE = 0,       /**< a fixed reserve_bytes (default) */
+	MP_MEMORY_STATIC_FRACTION,   /**< SGLang --mem-fraction-static = memory_fraction */
+	MP_MEMORY_SGLANG_AUTO,       /**< SGLang's own default for that flag */
+	MP_MEMORY_UTILIZATION,       /**< vLLM --gpu-memory-utilization = memory_fraction */
+};
+
+/** Inputs of SGLang's default --mem-fraction-static besides HBM and the
+ * width (mp_sglang_mem_fraction_static). */
+struct mp_sglang_memory {
+	bool dp_attention;           /**< --enable-dp-attention: dp_size = tp_size = EP */
+	uint32_t cuda_graph_max_bs;  /**< --cuda-graph-max-bs; 0 = SGLang's table by HBM */
+	double chunked_prefill_size; /**< --chunked-prefill-size; 0 = SGLang's table by HBM */
+	bool speculative;            /**< an EAGLE/MTP drafter (+2 GiB) */
+};
+
 struct mp_capacity_options {
 	enum mp_buffer_mode buffers;    /**< default MP_BUFFERS_AUTO */
 	double buffer_tokens_per_rank;  /**< T for the buffers; 0 = the step's tokens per GPU */
 	bool workspace;                 /**< count the MoE activation workspace (default true) */
 	uint64_t reserve_bytes;         /**< default MP_CAPACITY_DEFAULT_RESERVE_BYTES */
+	enum mp_memory_rule memory;     /**< default MP_MEMORY_RESERVE */
+	double memory_fraction;         /**< STATIC_FRACTION, UTILIZATION: in (0, 1] */
+	struct mp_sglang_memory sglang; /**< SGLANG_AUTO's inputs */
 };
+
+/** SGLang's --mem-fraction-static when it is not given
+ * (python/sglang/srt/server_args.py ServerArgs._handle_gpu_memory_settings,
+ * sgl-project/sglang 60d36e7be, CUDA path), for a GPU of hbm_bytes
+ * (gpu_mem = hbm_bytes / 2^20 MiB) and tp_size GPUs, in MiB:
+ *   chunk, cuda_graph_max_bs (0 = the table: < 20 GiB 2048, 8;
+ *     < 35 GiB 2048, tp < 4 ? 24 : 80; < 60 GiB 4096, tp < 4 ? 32 : 160;
+ *     < 160 GiB 8192, tp < 4 ? 256 : 512; else 16384, 512)
+ *   reserved = 512 + 1.5 max(chunk, 2048) + 2 cgbs + 1024 tp / 8
+ *            + (dp attention: 3 cgbs dp, + 1.5 cgbs dp when cgbs > 300)
+ *   reserved = max(reserved, 10240) when gpu_mem > 60 GiB
+ *            + 2048 with a speculative (EAGLE/MTP) drafter
+ *   f = round((gpu_mem - reserved) / gpu_mem, 3)
+ * dp = tp under DP attention (pp 1). May be <= 0: SGLang's default leaves
+ * no room (wide DP attention with the table's graph batch); the caller
+ * says so. */
+MP_EXPORT double mp_sglang_mem_fraction_static(uint64_t hbm_bytes, uint32_t tp_size,
+					       const struct mp_sglang_memory *s);
 
 /** Fill the defaults documented on each field. */
 MP_EXPORT void mp_capacity_options_init(struct mp_capacity_options *opts);
@@ -108,6 +168,9 @@ struct mp_capacity {
 	double kv_bytes_per_token;   /**< whole model */
 	double kv_bytes_per_request; /**< at the input's context */
 	enum mp_buffer_mode buffers; /**< the layout used (never AUTO) */
+	enum mp_memory_rule memory;  /**< the rule the reserve came from */
+	double memory_fraction;      /**< its fraction (SGLANG_AUTO: the one computed); 0 under
+					  MP_MEMORY_RESERVE */
 };
 
 /** The name of a buffer layout: "auto", "low-latency", "normal" or
@@ -119,7 +182,9 @@ MP_EXPORT const char *mp_buffer_mode_name(enum mp_buffer_mode mode);
  * (= routed + shared + dense + drafter), routed_bytes, shared_bytes,
  * dense_bytes, drafter_bytes, kv_cache_bytes, buffer_bytes, buffer_layout
  * (mp_buffer_mode_name), workspace_bytes, reserve_bytes, used_bytes,
- * free_bytes (negative when it does not fit) and fits, in that order.
+ * free_bytes (negative when it does not fit) and fits, in that order; then,
+ * under an engine's memory rule, memory_rule (mem_fraction_static,
+ * gpu_memory_utilization) and memory_fraction.
  * Bytes per GPU. Returns a new map (mp_doc_free), or NULL on allocation
  * failure. */
 MP_EXPORT struct mp_doc *mp_capacity_to_doc(const struct mp_capacity *c);

@@ -129,6 +129,20 @@ MP_EXPORT int mp_load_plan_traffic(const char *path, uint32_t *top_k, struct mp_
 MP_EXPORT int mp_parse_quantity(const char *text, const char *kind, double *out);
 
 struct mp_history;
+struct mp_engine_profile;
+
+/** An engine profile (moeplan/engine.h) from YAML: name (required),
+ * source, dispatch (even, sglang, vllm), ep_dispatch_algorithm (static,
+ * dynamic, fake), overlaps (a list of none, two_batch, full), kernels
+ * {prefill, decode} (auto, low_latency, normal), memory {exactly one of
+ * mem_fraction_static (0 < f <= 1, or auto: SGLang's default),
+ * gpu_memory_utilization (0 < u <= 1), reserve (bytes); dp_attention,
+ * cuda_graph_max_bs, chunked_prefill_size}, drafter (bool)
+ * (moeplan-formats(5) "Engine profile"). Errors `path:line:col: error: ...`
+ * in diags. Returns 0, MP_EINVAL, MP_EIO or MP_ENOMEM; out replaced only on
+ * success. */
+MP_EXPORT int mp_load_engine_profile(const char *path, struct mp_engine_profile *out,
+				     struct mp_diags *diags);
 
 /** True when path is a series CSV: one of its leading '#' lines is
  * `# columns: iteration,layer,...` (moeplan-formats(5) "Series"). False

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moeplan/engine.h"
 #include "moeplan/model.h"
 #include "moeplan/map.h"
 #include "moeplan/step.h"
@@ -80,6 +81,8 @@ struct mp_phase_spec {
 	double acceptance;             /**< fraction of drafted tokens accepted; < 0 = default (0.75
 					    with a drafter, DeepSeek's convention in seed 000; else 0) */
 	enum mp_step_overlap overlap;  /**< exchange/compute overlap (default none) */
+	enum mp_step_kernel kernel;    /**< DeepEP kernels (default auto; an engine profile's
+					    kernels when the scenario names one) */
 	uint32_t attention_tp;         /**< 0 or 1 = data-parallel attention; N = tp:N */
 	double isl;                    /**< prompt length (0 = not given): prefill's prompt (default
 					    context_tokens, else chunk_tokens); decode's mean KV length
@@ -118,6 +121,8 @@ struct mp_scenario {
 	struct mp_phase_spec decode;
 	double time_limit_s;           /**< wall-clock safety limit of each phase's placement run, seconds (default 10) */
 	struct mp_search_spec search;  /**< the `search:` block */
+	struct mp_engine_profile engine; /**< `engine:` (engine.h): name NULL = an ideal engine,
+					      nothing restricted (the default) */
 };
 
 /** Fill defaults: both phases MP_SLOTS_MIN_REDUNDANT with min_redundant
@@ -135,6 +140,14 @@ MP_EXPORT void mp_scenario_finish(struct mp_scenario *scenario);
  * at most E slots per GPU are usable: EP1 holds each expert once).
  * Returns 0 when ep is 0, when the fixed per-GPU count is below E/ep, or
  * when the total would exceed UINT32_MAX. */
+/** Make *e the scenario's engine (taking it over; *e is left initialised):
+ * each phase's overlap must be one the engine runs, and the phases take
+ * its kernels. Returns 0, or MP_EINVAL with why (a sentence naming the
+ * phase, its overlap and the modes the engine runs) and the scenario
+ * unchanged. */
+MP_EXPORT int mp_scenario_set_engine(struct mp_scenario *sc, struct mp_engine_profile *e, char *why,
+				     size_t why_size);
+
 MP_EXPORT uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);
 
 #ifdef __cplusplus

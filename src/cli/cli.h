@@ -20,6 +20,7 @@
 #include "moeplan/diag.h"
 #include "moeplan/dispatch.h"
 #include "moeplan/doc.h"
+#include "moeplan/engine.h"
 #include "moeplan/history.h"
 #include "moeplan/roofline.h"
 #include "opt.h"
@@ -465,6 +466,21 @@ struct cli_engine {
 bool cli_engine_parse(const char *cmd, const char *name, struct cli_engine *e);
 /** Parse --ep-dispatch-algorithm NAME (static, dynamic, fake). */
 bool cli_engine_parse_algorithm(const char *cmd, const char *name, struct cli_engine *e);
+/** --engine NAME|FILE on plan, step and search (engine-profile.c): even (an
+ * ideal engine: *out initialised), sglang or vllm (built in) or a profile
+ * file into *out. Returns EXIT_OK, EXIT_USAGE (a name that is neither, not
+ * a file name) or EXIT_INPUT (the file, its errors printed). */
+int cli_engine_profile(const char *cmd, const char *arg, struct mp_engine_profile *out);
+/** After the scenario is read: the --engine profile (given, when
+ * have_given) replaces the scenario's `engine:` (mp_scenario_set_engine;
+ * an overlap it does not run is an error), and place->dispatch takes the
+ * engine's rule and algorithm (--ep-dispatch-algorithm in alg wins).
+ * Returns EXIT_OK, EXIT_INPUT (printed) or EXIT_USAGE. */
+struct mp_scenario;
+struct mp_place_options;
+int cli_scenario_engine(const char *cmd, struct mp_scenario *sc, struct mp_engine_profile *given,
+			bool have_given, const struct cli_engine *alg, struct mp_place_options *place);
+
 /** The engine a map file belongs to when --engine is not given: SGLang's
  * `physical_to_logical_map` JSON and torch.save dumps -> sglang, moeplan's
  * vLLM export -> vllm, anything else (a moeplan plan or placement, a bare

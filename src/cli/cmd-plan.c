@@ -38,10 +38,11 @@ static const struct cli_opt plan_options[] = {
 		"                                 hidden layer) to -o instead of the plan, or to --export-output;\n"
 		"                                 the name must end in .json (default: none)", "sglang"},
 	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the plan to -o (default: none)", CLI_COMPLETE_FILE},
-	{"engine", OPT_ENGINE, "NAME", "place every phase for this engine's dispatch: even (each replica 1/r,\n"
-		"                                 DeepSeek's EPLB), sglang (SGLang's nearest-replica rule; nodes from\n"
-		"                                 the hardware's gpus_per_node) or vllm (1/r in expectation)\n"
-		"                                 (default: even)", "even sglang vllm"},
+	{"engine", OPT_ENGINE, "NAME|FILE", "plan for this engine: even (an ideal engine: each replica 1/r,\n"
+		"                                 DeepSeek's EPLB, every overlap, moeplan's 3.9 GB reserve), sglang or\n"
+		"                                 vllm (their profiles, plans/engines/NAME.yaml: dispatch rule,\n"
+		"                                 overlap modes, DeepEP kernels, memory fraction), or a profile\n"
+		"                                 file (default: the scenario's engine:, else even)", "even sglang vllm"},
 	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: the SGLang "
 		"--ep-dispatch-algorithm the plan assumes,\n"
 		"                                 static, dynamic or fake (default static)", "static dynamic fake"},
@@ -102,6 +103,9 @@ struct plan_args {
 	bool text;         /* the summary instead of the document */
 	bool format_given;
 	struct mp_plan_options opts;
+	struct cli_engine engine;           /* --ep-dispatch-algorithm */
+	struct mp_engine_profile profile;   /* --engine */
+	bool have_profile;
 };
 
 /* The command line into a; returns -1 to go on, else an exit status. */
@@ -116,6 +120,8 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	bool text = false;
 	bool format_given = false;
 	struct cli_engine engine = {0};
+	mp_engine_profile_init(&a->profile);
+	bool have_profile = false;
 	struct mp_plan_options opts;
 	mp_plan_options_init(&opts);
 	opts.place.time_limit_s = 0; /* 0 = take the scenario's */
@@ -163,11 +169,14 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		case OPT_EXPORT_OUTPUT:
 			export_output = optarg;
 			break;
-		case OPT_ENGINE:
-			if (!cli_engine_parse("plan", optarg, &engine)) {
-				return EXIT_USAGE;
+		case OPT_ENGINE: {
+			int st = cli_engine_profile("plan", optarg, &a->profile);
+			if (st != EXIT_OK) {
+				return st;
 			}
+			have_profile = true;
 			break;
+		}
 		case OPT_EP_DISPATCH_ALGORITHM:
 			if (!cli_engine_parse_algorithm("plan", optarg, &engine)) {
 				return EXIT_USAGE;
@@ -180,10 +189,12 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (c != CLI_PARSE_END) {
 		return cli_parser_status(c);
 	}
-	if (engine.have_algorithm && engine.d.rule != MP_DISPATCH_SGLANG) {
+	if (engine.have_algorithm && have_profile && a->profile.dispatch != MP_DISPATCH_SGLANG) {
 		return cli_usage("plan", "--ep-dispatch-algorithm is SGLang's: it needs --engine sglang");
 	}
-	opts.place.dispatch = engine.d; /* its gpus_per_node: the hardware's, per phase */
+	/* the dispatch rule comes with the engine, once the scenario is read
+	 * (cli_scenario_engine); its gpus_per_node: the hardware's, per phase */
+	opts.place.dispatch = engine.d;
 	if (argc - optind > 1) {
 		return cli_usage("plan", "expected one SCENARIO, got %d arguments", argc - optind);
 	}
@@ -204,10 +215,12 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	if (!format_given && cli_output_wants_json(output)) {
 		json = true;
 	}
+	struct mp_engine_profile profile = a->profile;
 	*a = (struct plan_args){
 		.path = path, .output = output, .svg = svg, .report = report,
 		.export_format = export_format, .export_output = export_output,
 		.json = json, .text = text, .format_given = format_given, .opts = opts,
+		.engine = engine, .profile = profile, .have_profile = have_profile,
 	};
 	return -1;
 }
@@ -244,6 +257,11 @@ static void plan_set_launch(const struct mp_plan *plan, const struct mp_scenario
 		l.mem_fraction_static = (double)(d->hbm.weights_bytes + d->hbm.kv_bytes) /
 					(double)d->hbm.capacity_bytes;
 	}
+	if (d->hbm.fits && (d->hbm.memory == MP_MEMORY_STATIC_FRACTION ||
+			    d->hbm.memory == MP_MEMORY_SGLANG_AUTO)) {
+		/* the engine profile fixes it (engine.h) */
+		l.mem_fraction_static = d->hbm.memory_fraction;
+	}
 	cli_export_set_launch(&l);
 }
 
@@ -252,6 +270,7 @@ int cmd_plan(int argc, char **argv)
 	struct plan_args a = {0};
 	int parsed = parse_args(argc, argv, &a);
 	if (parsed >= 0) {
+		mp_engine_profile_finish(&a.profile);
 		return parsed;
 	}
 	const char *path = a.path, *output = a.output, *svg = a.svg, *report = a.report;
@@ -267,14 +286,17 @@ int cmd_plan(int argc, char **argv)
 			outputs[n_outputs++] = pictures.path[i];
 		}
 	}
+	int usage = EXIT_OK;
 	if (!cli_outputs_spare_inputs("plan", outputs, n_outputs, (const char *[]){path}, 1)) {
-		return EXIT_USAGE;
+		usage = EXIT_USAGE;
+	} else if (report && strcmp(report, "-") == 0) {
+		usage = cli_usage("plan", "--report needs a file name: its pictures are written next to it");
+	} else if (svg && strcmp(svg, "-") == 0 && (!output || strcmp(output, "-") == 0)) {
+		usage = cli_usage("plan", "--svg - and the plan would both go to stdout; give -o FILE");
 	}
-	if (report && strcmp(report, "-") == 0) {
-		return cli_usage("plan", "--report needs a file name: its pictures are written next to it");
-	}
-	if (svg && strcmp(svg, "-") == 0 && (!output || strcmp(output, "-") == 0)) {
-		return cli_usage("plan", "--svg - and the plan would both go to stdout; give -o FILE");
+	if (usage != EXIT_OK) {
+		mp_engine_profile_finish(&a.profile);
+		return usage;
 	}
 
 	struct timespec start;
@@ -298,6 +320,11 @@ int cmd_plan(int argc, char **argv)
 	if (rc) {
 		goto out;
 	}
+	status = cli_scenario_engine("plan", &scenario, &a.profile, a.have_profile, &a.engine, &opts.place);
+	if (status != EXIT_OK) {
+		goto out;
+	}
+	status = EXIT_INPUT;
 	cli_warn_step_gaps(scenario.model_path, &scenario.model);
 	const char *inputs[] = {
 		scenario.model_path,
@@ -377,5 +404,6 @@ out:
 	mp_plan_finish(&plan);
 	mp_scenario_finish(&scenario);
 	mp_diags_finish(&diags);
+	mp_engine_profile_finish(&a.profile);
 	return status;
 }

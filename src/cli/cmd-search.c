@@ -30,6 +30,7 @@ enum {
 	OPT_EXPORT_OUTPUT,
 	OPT_ACCEPTANCE,
 	OPT_OVERLAPS,
+	OPT_ENGINE,
 };
 
 static const struct cli_opt search_options[] = {
@@ -45,6 +46,10 @@ static const struct cli_opt search_options[] = {
 	{"overlaps", OPT_OVERLAPS, "LIST", "overlap modes to search, comma-separated from none, two_batch, full (default: all\n"
 		"                                 three; an engine without fused dispatch-GEMM-combine kernels, such as SGLang or\n"
 		"                                 vLLM with DeepEP, runs none,two_batch)", NULL},
+	{"engine", OPT_ENGINE, "NAME|FILE", "search for this engine: even (an ideal engine), sglang, vllm\n"
+		"                                 (plans/engines/NAME.yaml) or a profile file: only the overlap modes\n"
+		"                                 it runs, its kernels, memory rule and dispatch (default: the\n"
+		"                                 scenario's engine:, else even)", "even sglang vllm"},
 	{"batches", OPT_BATCHES, "GRID", "batches: geometric (default, ratio 2^(1/8)) or all (decode 1 .. HBM limit,\n"
 		"                                 prefill every 1,024-token chunk)", "geometric all"},
 	CLI_OPT_FORMAT_TEXT,
@@ -196,6 +201,11 @@ static int print_search(void *user, FILE *out)
 	if (o->ttft_s > 0) {
 		fprintf(out, ", TTFT <= %.4g s", o->ttft_s);
 	}
+	if (sc->engine.name) {
+		char modes[64];
+		mp_engine_overlaps_text(&sc->engine, modes, sizeof(modes));
+		fprintf(out, "; engine %s (overlap %s)", sc->engine.name, modes);
+	}
 	double tpr = sc->decode.tokens_per_request >= 1 ? sc->decode.tokens_per_request : 1;
 	fprintf(out, "; decode %.6g tokens per request per step, acceptance %.4g (%s)", tpr,
 		o->acceptance, r->acceptance_cli ? "--acceptance"
@@ -284,6 +294,8 @@ struct args {
 	bool gpus_given, rate_given;
 	struct mp_deploy_options cli;  /* values given on the command line */
 	bool isl, osl, cached, tpot, ttft, acceptance, batches, no_placement, time_limit, threads;
+	struct mp_engine_profile engine; /* --engine */
+	bool have_engine;
 };
 
 /* --overlaps none,two_batch,full -> bits (1 << mp_step_overlap). */
@@ -357,6 +369,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case OPT_OVERLAPS:
 			ok = parse_overlaps(optarg, &a->cli.overlap_mask);
 			break;
+		case OPT_ENGINE: {
+			int st = cli_engine_profile("search", optarg, &a->engine);
+			if (st != EXIT_OK) {
+				return st;
+			}
+			a->have_engine = true;
+			break;
+		}
 		case OPT_BATCHES:
 			if (strcmp(optarg, "all") == 0 || strcmp(optarg, "geometric") == 0) {
 				a->cli.all_batches = strcmp(optarg, "all") == 0;
@@ -466,6 +486,7 @@ int cmd_search(int argc, char **argv)
 	struct args a = {0};
 	int status = parse_args(argc, argv, &a);
 	if (status != EXIT_OK) {
+		mp_engine_profile_finish(&a.engine);
 		return status < 0 ? EXIT_OK : status;
 	}
 	/* Every file the run writes, the report's pictures included. */
@@ -478,6 +499,7 @@ int cmd_search(int argc, char **argv)
 		}
 	}
 	if (!cli_outputs_spare_inputs("search", outputs, n_outputs, (const char *[]){a.path}, 1)) {
+		mp_engine_profile_finish(&a.engine);
 		return EXIT_USAGE;
 	}
 	struct mp_diags diags;
@@ -506,6 +528,19 @@ int cmd_search(int argc, char **argv)
 	}
 	mp_deploy_options_init(&opts, &sc);
 	merge(&a, &opts);
+	status = cli_scenario_engine("search", &sc, &a.engine, a.have_engine, &(struct cli_engine){0},
+				     &opts.place);
+	if (status != EXIT_OK) {
+		goto out;
+	}
+	status = EXIT_INPUT;
+	if (sc.engine.overlaps && opts.overlap_mask && !(sc.engine.overlaps & opts.overlap_mask)) {
+		char modes[64];
+		mp_engine_overlaps_text(&sc.engine, modes, sizeof(modes));
+		status = cli_usage("search", "--overlaps: engine %s runs none of them (it runs %s)",
+				   sc.engine.name, modes);
+		goto out;
+	}
 	if (!opts.gpus && !(opts.request_rate > 0)) {
 		status = cli_usage("search", "no GPU budget or request rate: give --gpus N or --request-rate R "
 					     "(or search.gpus / search.request_rate in the scenario)");
@@ -526,6 +561,9 @@ int cmd_search(int argc, char **argv)
 	if (status == EXIT_OK) {
 		struct run r = {.sc = &sc, .opts = &opts, .d = &d, .acceptance_cli = a.acceptance};
 		struct mp_doc *doc = a.format == CLI_OUTPUT_TEXT ? NULL : mp_deploy_to_doc(&d, &sc, &opts);
+		if (doc && sc.engine.name) {
+			mp_doc_put(doc, "engine", mp_engine_profile_to_doc(&sc.engine));
+		}
 		if (d.placed) {
 			cli_report_time_limit("search",
 					      (const struct mp_placement *const[]){&d.prefill_placement,
@@ -583,5 +621,6 @@ out:
 	mp_deploy_finish(&d);
 	mp_scenario_finish(&sc);
 	mp_diags_finish(&diags);
+	mp_engine_profile_finish(&a.engine);
 	return status;
 }

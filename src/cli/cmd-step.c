@@ -33,6 +33,7 @@ enum {
 	OPT_PREDICT_EP,
 	OPT_MIN_REDUNDANT,
 	OPT_KERNELS,
+	OPT_ENGINE,
 };
 
 static const struct cli_opt step_options[] = {
@@ -52,6 +53,9 @@ static const struct cli_opt step_options[] = {
 	{"overlap", OPT_OVERLAP, "MODE", "none (default), two_batch or full: how dispatch/combine overlap compute", "none two_batch full"},
 	{"attention", OPT_ATTENTION, "dp|tp:N", "attention data-parallel (default) or tensor-parallel over N GPUs", "dp tp:2 tp:4 tp:8"},
 	{"kernel", OPT_KERNEL, "K", "auto (default: low_latency decode, normal prefill), low_latency or normal", "auto low_latency normal"},
+	{"engine", OPT_ENGINE, "NAME|FILE", "the serving engine: even (an ideal engine, the default), sglang, vllm\n"
+		"                                 (plans/engines/NAME.yaml) or a profile file: its overlap modes,\n"
+		"                                 DeepEP kernels (with --kernel auto) and memory fraction", "even sglang vllm"},
 	CLI_OPT_SLOTS,
 	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
 	CLI_OPT_MIN_REDUNDANT(OPT_MIN_REDUNDANT),
@@ -107,6 +111,9 @@ struct step_args {
 	uint32_t predict[16];
 	size_t n_predict;
 	enum cli_output format;
+	const char *engine_arg;           /* --engine */
+	struct mp_engine_profile engine;  /* its profile (name NULL: an ideal engine) */
+	struct mp_capacity_options cap;   /* under the engine's memory rule */
 };
 
 static bool parse_attention(const char *text, uint32_t *tp)
@@ -146,6 +153,7 @@ static bool parse_one(int c, struct step_args *a)
 	case 'm': a->model = optarg; return true;
 	case 'H': a->hardware = optarg; return true;
 	case OPT_KERNELS: a->kernels = optarg; return true;
+	case OPT_ENGINE: a->engine_arg = optarg; return true;
 	case 'o': a->output = optarg; return true;
 	case OPT_PHASE:
 		if (strcmp(optarg, "decode") == 0 || strcmp(optarg, "prefill") == 0) {
@@ -213,7 +221,8 @@ struct step_point {
 	uint64_t max_requests;
 };
 
-static int evaluate(const struct mp_model *m, const struct mp_hardware *hw, struct step_point *p)
+static int evaluate(const struct mp_model *m, const struct mp_hardware *hw,
+		    const struct mp_capacity_options *cap, struct step_point *p)
 {
 	int rc = mp_step_evaluate(m, hw, &p->in, &p->s);
 	if (rc) {
@@ -221,9 +230,9 @@ static int evaluate(const struct mp_model *m, const struct mp_hardware *hw, stru
 	}
 	struct mp_capacity_input ci;
 	mp_step_capacity_input(&p->in, &ci);
-	p->has_hbm = mp_capacity_compute(m, hw, NULL, &ci, &p->hbm) == 0;
+	p->has_hbm = mp_capacity_compute(m, hw, cap, &ci, &p->hbm) == 0;
 	p->has_max = p->in.phase == MP_STEP_DECODE &&
-		     mp_step_max_requests(m, hw, NULL, &p->in, &p->max_requests) == 0;
+		     mp_step_max_requests(m, hw, cap, &p->in, &p->max_requests) == 0;
 	return 0;
 }
 
@@ -322,6 +331,7 @@ struct step_run {
 	struct mp_efficiency eff;     /* the calibrated factors */
 	struct step_point pred[16];
 	size_t n_pred;
+	const struct mp_engine_profile *engine; /* NULL: an ideal engine */
 };
 
 static double factor_value(const struct mp_efficiency *e, enum mp_step_factor f)
@@ -338,6 +348,15 @@ static double factor_value(const struct mp_efficiency *e, enum mp_step_factor f)
 static int print_run(void *user, FILE *f)
 {
 	const struct step_run *r = user;
+	if (r->engine) {
+		char modes[64];
+		mp_engine_overlaps_text(r->engine, modes, sizeof(modes));
+		fprintf(f, "engine %s: overlap %s; DeepEP %s prefill / %s decode; memory %s\n",
+			r->engine->name, modes, mp_step_kernel_name(mp_engine_kernel(r->engine, true)),
+			mp_step_kernel_name(mp_engine_kernel(r->engine, false)),
+			(const char *const[]){"reserve", "mem_fraction_static", "mem_fraction_static auto",
+					      "gpu_memory_utilization"}[r->engine->memory]);
+	}
 	print_point(f, &r->main);
 	if (r->calibrated) {
 		fprintf(f, "\ncalibrated %s from a measured step of %.4g ms: %.6g -> %.6g (the step above "
@@ -367,6 +386,9 @@ static struct mp_doc *run_doc(const struct step_run *r, const struct mp_model *m
 				       p->has_hbm ? &p->hbm : NULL, p->has_max, p->max_requests);
 	mp_doc_put_string(d, "model", m->name ? m->name : "");
 	mp_doc_put_string(d, "hardware", hw->name ? hw->name : "");
+	if (r->engine) {
+		mp_doc_put(d, "engine", mp_engine_profile_to_doc(r->engine));
+	}
 	if (r->calibrated) {
 		struct mp_doc *c = mp_doc_map();
 		mp_doc_put_string(c, "factor", mp_step_factor_name(r->factor));
@@ -384,6 +406,27 @@ static struct mp_doc *run_doc(const struct step_run *r, const struct mp_model *m
 		mp_doc_put(d, "calibration", c);
 	}
 	return d;
+}
+
+/* --engine: the profile; the overlap must be one it runs; --kernel auto
+ * takes its kernels; its memory rule sizes HBM. */
+static int step_engine(struct step_args *a, const struct mp_model *m)
+{
+	int status = cli_engine_profile("step", a->engine_arg, &a->engine);
+	if (status != EXIT_OK || !a->engine.name) {
+		return status;
+	}
+	if (!mp_engine_allows_overlap(&a->engine, a->overlap)) {
+		char modes[64];
+		mp_engine_overlaps_text(&a->engine, modes, sizeof(modes));
+		return cli_usage("step", "--overlap %s: engine %s runs %s", mp_step_overlap_name(a->overlap),
+				 a->engine.name, modes);
+	}
+	if (a->kernel == MP_KERNEL_AUTO) {
+		a->kernel = mp_engine_kernel(&a->engine, a->phase == MP_STEP_PREFILL);
+	}
+	mp_engine_capacity_options(&a->engine, m->drafter.moe_stages > 0, &a->cap);
+	return EXIT_OK;
 }
 
 static int run(const struct step_args *a, const struct mp_model *m, struct mp_hardware *hw,
@@ -431,7 +474,8 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 			a->hardware);
 		return EXIT_INPUT;
 	}
-	int rc = evaluate(m, hw, &r.main);
+	r.engine = a->engine.name ? &a->engine : NULL;
+	int rc = evaluate(m, hw, &a->cap, &r.main);
 	if (rc) {
 		cli_error("step: %s on %s at EP%u: %s (is tp a divisor of ep? does the hardware give "
 			  "its peak, HBM bandwidth and the links an EP group across domains needs?)",
@@ -460,7 +504,7 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 		r.after = factor_value(&e, a->factor);
 		r.eff = e;
 		in->efficiency = &r.eff;
-		if (evaluate(m, hw, &r.main) != 0) {
+		if (evaluate(m, hw, &a->cap, &r.main) != 0) {
 			cli_error("step: cannot evaluate EP%u with the calibrated %s", a->ep,
 				  mp_step_factor_name(a->factor));
 			return EXIT_INPUT;
@@ -472,7 +516,7 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 			if (status) {
 				return status;
 			}
-			if (evaluate(m, hw, q) != 0) {
+			if (evaluate(m, hw, &a->cap, q) != 0) {
 				cli_error("step: cannot evaluate EP%u", a->predict[i]);
 				return EXIT_INPUT;
 			}
@@ -546,10 +590,15 @@ int cmd_step(int argc, char **argv)
 		}
 		mp_diags_finish(&d);
 	}
+	mp_capacity_options_init(&a.cap);
+	if (status == 0 && a.engine_arg) {
+		status = step_engine(&a, &model);
+	}
 	if (status == 0) {
 		cli_warn_step_gaps(a.model, &model);
 		status = run(&a, &model, &hw, a.kernels ? &kt : NULL);
 	}
+	mp_engine_profile_finish(&a.engine);
 	mp_kernel_table_finish(&kt);
 	mp_model_finish(&model);
 	mp_hardware_finish(&hw);

@@ -242,6 +242,14 @@ int cli_plan_summary(void *user, FILE *f)
 	fprintf(f, "%s: %s, %u routed %s (top-%u), %u MoE %s\n", sc->name ? sc->name : "plan",
 		m->name ? m->name : "model", m->routed_experts, plural(m->routed_experts, "expert", "experts"),
 		m->top_k, m->moe_layers, plural(m->moe_layers, "layer", "layers"));
+	if (sc->engine.name) {
+		char modes[64];
+		mp_engine_overlaps_text(&sc->engine, modes, sizeof(modes));
+		fprintf(f, "engine %s: dispatch %s, overlap %s, DeepEP %s prefill / %s decode\n",
+			sc->engine.name, (const char *const[]){"even", "sglang", "vllm"}[sc->engine.dispatch],
+			modes, mp_step_kernel_name(mp_engine_kernel(&sc->engine, true)),
+			mp_step_kernel_name(mp_engine_kernel(&sc->engine, false)));
+	}
 	const struct mp_phase_plan *ph[2] = {&plan->prefill, &plan->decode};
 	const struct mp_phase_spec *spec[2] = {&sc->prefill, &sc->decode};
 	fprintf(f, "\n");

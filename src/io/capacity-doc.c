@@ -34,5 +34,13 @@ struct mp_doc *mp_capacity_to_doc(const struct mp_capacity *c)
 	mp_doc_put_int(d, "used_bytes", (int64_t)c->used_bytes);
 	mp_doc_put_int(d, "free_bytes", c->free_bytes);
 	mp_doc_put_bool(d, "fits", c->fits);
+	if (c->memory != MP_MEMORY_RESERVE) {
+		/* the engine's rule (engine profile): which, and its fraction */
+		static const char *const rules[] = {"reserve", "mem_fraction_static",
+						    "mem_fraction_static (SGLang's default)",
+						    "gpu_memory_utilization"};
+		mp_doc_put_string(d, "memory_rule", rules[c->memory]);
+		mp_doc_put_real(d, "memory_fraction", c->memory_fraction);
+	}
 	return d;
 }

@@ -245,7 +245,7 @@ out:
 /* --------------------------------------------------------------- scenario */
 
 static const char *const scenario_keys[] = {
-	"name", "model", "traffic", "time_limit", "prefill", "decode", "search", NULL,
+	"name", "model", "traffic", "time_limit", "prefill", "decode", "search", "engine", NULL,
 };
 static const char *const search_keys[] = {
 	"gpus", "request_rate", "isl", "osl", "cached_fraction", "tpot", "ttft", "batches",
@@ -567,6 +567,61 @@ static char *base_name(const char *path)
 	return name;
 }
 
+/* engine: even (an ideal engine), sglang or vllm (built in), or a profile
+ * file relative to the scenario; then each phase's overlap must be one the
+ * engine runs, and its kernels become the phases'. */
+static void parse_engine(struct ld *ld, const yaml_node_t *root, struct mp_scenario *s)
+{
+	const yaml_node_t *node = ld_get(ld, root, "engine");
+	const char *name = node ? ld_scalar(node) : NULL;
+	if (!node) {
+		return;
+	}
+	if (!name || ld_is_null(node)) {
+		ld_error(ld, node, "engine: expected even, sglang, vllm or a profile file, got %s",
+			 ld_kind_name(node));
+		return;
+	}
+	if (strcmp(name, "even") == 0) {
+		return;
+	}
+	int rc = mp_engine_builtin(name, &s->engine);
+	if (rc == MP_EINVAL) {
+		bool found = false;
+		char *path = ld_resolve_path(ld->path, name, &found);
+		if (!path) {
+			ld_fail(ld, MP_ENOMEM);
+			return;
+		}
+		if (!found) {
+			char where[512];
+			ld_error(ld, node, "engine: '%s' is not even, sglang or vllm, and no such file (%s)",
+				 name, ld_looked_in(ld->path, name, where, sizeof(where)));
+			free(path);
+			return;
+		}
+		rc = mp_load_engine_profile(path, &s->engine, ld->diags);
+		free(path);
+	}
+	if (rc != 0) {
+		ld_fail(ld, rc);
+		return;
+	}
+	const char *phases[] = {"prefill", "decode"};
+	struct mp_phase_spec *specs[] = {&s->prefill, &s->decode};
+	for (int i = 0; i < 2; i++) {
+		if (!mp_engine_allows_overlap(&s->engine, specs[i]->overlap)) {
+			const yaml_node_t *ph = ld_get(ld, root, phases[i]);
+			const yaml_node_t *at = ph ? ld_get(ld, ph, "overlap") : NULL;
+			char allowed[64];
+			mp_engine_overlaps_text(&s->engine, allowed, sizeof(allowed));
+			ld_error(ld, at ? at : node, "%s.overlap: %s is not a mode engine %s runs (%s)",
+				 phases[i], mp_step_overlap_name(specs[i]->overlap), s->engine.name, allowed);
+		}
+		specs[i]->kernel = mp_engine_kernel(&s->engine, i == 0);
+	}
+}
+
 /* A model, hardware, Hugging Face config or plan given where a scenario is
  * expected would otherwise get one "unknown field" per key: say what it
  * is, once (as loads files do). Returns true after reporting. */
@@ -662,6 +717,7 @@ static void parse_scenario(struct ld *ld, const yaml_node_t *root, struct mp_sce
 			s->search.given = true;
 		}
 	}
+	parse_engine(ld, root, s);
 }
 
 int mp_load_scenario(const char *path, struct mp_scenario *out, struct mp_diags *diags)

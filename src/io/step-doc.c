@@ -59,6 +59,11 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 	if (hbm) {
 		mp_doc_put_int(d, "hbm_free_bytes", hbm->free_bytes);
 		mp_doc_put_bool(d, "fits", hbm->fits);
+		if (hbm->memory != MP_MEMORY_RESERVE) {
+			/* an engine profile's memory rule (engine.h, capacity.h) */
+			mp_doc_put_int(d, "hbm_reserve_bytes", (int64_t)hbm->reserve_bytes);
+			mp_doc_put_real(d, "memory_fraction", hbm->memory_fraction);
+		}
 	} else {
 		mp_doc_put(d, "hbm_free_bytes", mp_doc_null());
 	}

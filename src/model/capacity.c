@@ -37,6 +37,55 @@ static double nvl_recv_tokens(uint32_t ranks)
 	return 720.0;
 }
 
+/* SGLang's table of defaults by GPU memory (MiB) and TP size
+ * (_handle_gpu_memory_settings, CUDA path). */
+static void sglang_defaults(double gpu_mem, uint32_t tp, double *chunk, double *cgbs)
+{
+	const double gib = 1024.0;
+	if (gpu_mem < 20 * gib) {
+		*chunk = 2048, *cgbs = 8;
+	} else if (gpu_mem < 35 * gib) {
+		*chunk = 2048, *cgbs = tp < 4 ? 24 : 80;
+	} else if (gpu_mem < 60 * gib) {
+		*chunk = 4096, *cgbs = tp < 4 ? 32 : 160;
+	} else if (gpu_mem < 160 * gib) {
+		*chunk = 8192, *cgbs = tp < 4 ? 256 : 512; /* H100, A100 80 GB; H20, H200 */
+	} else {
+		*chunk = 16384, *cgbs = 512;               /* B200, MI300 */
+	}
+}
+
+double mp_sglang_mem_fraction_static(uint64_t hbm_bytes, uint32_t tp_size,
+				     const struct mp_sglang_memory *s)
+{
+	const double gpu_mem = (double)hbm_bytes / 1048576.0; /* MiB, as torch reports */
+	double chunk = 0.0;
+	double cgbs = 0.0;
+	sglang_defaults(gpu_mem, tp_size, &chunk, &cgbs);
+	if (s->chunked_prefill_size > 0.0) {
+		chunk = s->chunked_prefill_size;
+	}
+	if (s->cuda_graph_max_bs > 0) {
+		cgbs = (double)s->cuda_graph_max_bs;
+	}
+	const double tp = (double)tp_size;
+	double reserved = 512.0 + fmax(chunk, 2048.0) * 1.5 + cgbs * 2.0 + tp / 8.0 * 1024.0;
+	if (s->dp_attention) {
+		const double dp = tp;
+		reserved += cgbs * dp * 3.0;
+		if (cgbs > 300.0) {
+			reserved += cgbs * dp * 1.5;
+		}
+	}
+	if (gpu_mem > 60.0 * 1024.0) {
+		reserved = fmax(reserved, 10.0 * 1024.0);
+	}
+	if (s->speculative) {
+		reserved += 2.0 * 1024.0;
+	}
+	return round((gpu_mem - reserved) / gpu_mem * 1000.0) / 1000.0;
+}
+
 double mp_capacity_buffer_bytes(const struct mp_model *model, enum mp_buffer_mode mode,
 				const struct mp_ep_width *width, double tokens_per_rank)
 {
@@ -188,6 +237,24 @@ int mp_capacity_compute(const struct mp_model *model, const struct mp_hardware *
 	if (rc == 0) {
 		rc = to_bytes(mp_capacity_buffer_bytes(model, mode, w, t_buf), &c.buffer_bytes);
 	}
+	/* the engine's memory rule (capacity.h): its fraction, the reserve */
+	c.memory = opts->memory;
+	double f = opts->memory_fraction;
+	if (opts->memory == MP_MEMORY_SGLANG_AUTO) {
+		f = mp_sglang_mem_fraction_static(hw->hbm_bytes, w->ep, &opts->sglang);
+	}
+	if (opts->memory != MP_MEMORY_RESERVE) {
+		if (!(f <= 1.0) || (opts->memory != MP_MEMORY_SGLANG_AUTO && !(f > 0.0))) {
+			return MP_EINVAL;
+		}
+		c.memory_fraction = f;
+		/* a fraction <= 0 leaves nothing: the whole HBM is reserve */
+		double rest = f > 0.0 ? (1.0 - f) * (double)hw->hbm_bytes : (double)hw->hbm_bytes;
+		rc = rc ? rc : to_bytes(rest, &c.reserve_bytes);
+		if (rc == 0 && opts->memory == MP_MEMORY_UTILIZATION) {
+			rc = add_bytes(&c.reserve_bytes, opts->reserve_bytes);
+		}
+	}
 	if (rc == 0 && opts->workspace) {
 		/* vLLM fused_moe: intermediate_cache1 [M, k, 2I], cache2
 		 * [M k, I], cache3 [M, k, d] in the activation dtype. */
@@ -198,6 +265,13 @@ int mp_capacity_compute(const struct mp_model *model, const struct mp_hardware *
 	}
 	if (rc != 0) {
 		return rc;
+	}
+	if (opts->memory == MP_MEMORY_STATIC_FRACTION || opts->memory == MP_MEMORY_SGLANG_AUTO) {
+		/* the buffers and workspace live in the rest too (capacity.h) */
+		uint64_t in_rest = c.buffer_bytes + c.workspace_bytes;
+		c.reserve_bytes = c.reserve_bytes > in_rest ? c.reserve_bytes - in_rest : 0;
+		c.reserve_bytes = c.reserve_bytes > opts->reserve_bytes ? c.reserve_bytes
+									: opts->reserve_bytes;
 	}
 
 	uint64_t weights = 0;

@@ -1,4 +1,5 @@
 /* Deployment scenarios: defaults, cleanup and the slot-count rules. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "moeplan/scenario.h"
@@ -30,6 +31,7 @@ void mp_scenario_init(struct mp_scenario *scenario)
 	mp_traffic_init(&scenario->traffic);
 	phase_init(&scenario->prefill);
 	phase_init(&scenario->decode);
+	mp_engine_profile_init(&scenario->engine);
 	/* The article: prefill uses "the smallest EP that HBM allows,
 	 * between 2 and 8". Decode is left open (the widest the GPUs allow). */
 	scenario->search.acceptance = -1;
@@ -50,7 +52,31 @@ void mp_scenario_finish(struct mp_scenario *scenario)
 	mp_traffic_finish(&scenario->traffic);
 	phase_finish(&scenario->prefill);
 	phase_finish(&scenario->decode);
+	mp_engine_profile_finish(&scenario->engine);
 	mp_scenario_init(scenario);
+}
+
+int mp_scenario_set_engine(struct mp_scenario *sc, struct mp_engine_profile *e, char *why,
+			   size_t why_size)
+{
+	const char *names[] = {"prefill", "decode"};
+	struct mp_phase_spec *specs[] = {&sc->prefill, &sc->decode};
+	for (int i = 0; i < 2; i++) {
+		if (!mp_engine_allows_overlap(e, specs[i]->overlap)) {
+			char allowed[64];
+			mp_engine_overlaps_text(e, allowed, sizeof(allowed));
+			snprintf(why, why_size, "%s.overlap: %s is not a mode engine %s runs (%s)", names[i],
+				 mp_step_overlap_name(specs[i]->overlap), e->name ? e->name : "?", allowed);
+			return MP_EINVAL;
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		specs[i]->kernel = mp_engine_kernel(e, i == 0);
+	}
+	mp_engine_profile_finish(&sc->engine);
+	sc->engine = *e;
+	mp_engine_profile_init(e);
+	return 0;
 }
 
 static uint64_t round_up(uint64_t x, uint64_t multiple)

@@ -79,7 +79,17 @@ struct ctx {
 	uint32_t factor_steps;
 	const struct mp_place_options *place;
 	size_t *time_limits;   /* in-loop placements stopped by the wall-clock limit */
+	struct mp_capacity_options cap; /* the engine's memory rule (engine.h) */
 };
+
+/* The capacity options under the scenario's engine profile. */
+static struct mp_capacity_options engine_cap(const struct mp_scenario *sc)
+{
+	struct mp_capacity_options o;
+	mp_capacity_options_init(&o);
+	mp_engine_capacity_options(&sc->engine, sc->model.drafter.moe_stages > 0, &o);
+	return o;
+}
 
 static int step_input(const struct ctx *c, const struct mp_search_config *cfg,
 		      struct mp_step_input *in)
@@ -89,6 +99,7 @@ static int step_input(const struct ctx *c, const struct mp_search_config *cfg,
 		return MP_EINVAL;
 	}
 	in->overlap = (enum mp_step_overlap)cfg->overlap;
+	in->kernel = c->spec->kernel;
 	in->tp = cfg->attention_tp;
 	in->busiest_factor = cfg->busiest_factor;
 	if (cfg->phase == MP_PHASE_DECODE) {
@@ -120,7 +131,7 @@ static bool chunk_fits(const struct ctx *c, const struct mp_search_config *cfg, 
 		return false;
 	}
 	mp_step_capacity_input(&in, &cap_in);
-	return mp_capacity_compute(c->model, c->hw, NULL, &cap_in, &cap) == 0 && cap.fits;
+	return mp_capacity_compute(c->model, c->hw, &c->cap, &cap_in, &cap) == 0 && cap.fits;
 }
 
 static int cb_max_batch(void *user, const struct mp_search_config *cfg, double *out)
@@ -138,7 +149,7 @@ static int cb_max_batch(void *user, const struct mp_search_config *cfg, double *
 			return 0;
 		}
 		uint64_t n = 0;
-		if (mp_step_max_requests(c->model, c->hw, NULL, &in, &n) == 0) {
+		if (mp_step_max_requests(c->model, c->hw, &c->cap, &in, &n) == 0) {
 			*out = (double)n;
 		}
 		return 0;
@@ -349,7 +360,7 @@ static int run_phase(const struct mp_scenario *sc, const struct mp_deploy_option
 	struct ctx c = {
 		.model = &sc->model, .hw = &spec->hardware, .spec = spec, .opts = opts,
 		.loads = loads, .factor_steps = opts->factor_steps, .place = place,
-		.time_limits = time_limits,
+		.time_limits = time_limits, .cap = engine_cap(sc),
 	};
 	struct mp_search_model model = {
 		.user = &c, .max_batch = cb_max_batch, .evaluate = cb_evaluate,
@@ -357,7 +368,13 @@ static int run_phase(const struct mp_scenario *sc, const struct mp_deploy_option
 	};
 	uint32_t limit = opts->gpus ? opts->gpus : MP_MAX_GPUS;
 	struct grid g;
-	make_grid(&sc->model, spec, &spec->hardware, limit, opts->overlap_mask, &g);
+	/* only the overlap modes the engine runs (engine.h) */
+	unsigned mask = opts->overlap_mask ? opts->overlap_mask : 7u;
+	mask &= sc->engine.overlaps ? sc->engine.overlaps : 7u;
+	if (mask == 0) {
+		return MP_ENOFIT;
+	}
+	make_grid(&sc->model, spec, &spec->hardware, limit, mask, &g);
 	if (g.n_widths == 0) {
 		return MP_ENOFIT;
 	}
@@ -489,7 +506,8 @@ static int final_point(const struct mp_scenario *sc, const struct mp_deploy_opti
 {
 	const struct mp_phase_spec *spec = chosen->cfg.phase == MP_PHASE_DECODE ? &sc->decode
 										: &sc->prefill;
-	struct ctx c = {.model = &sc->model, .hw = &spec->hardware, .spec = spec, .opts = opts};
+	struct ctx c = {.model = &sc->model, .hw = &spec->hardware, .spec = spec, .opts = opts,
+			.cap = engine_cap(sc)};
 	double tpr = spec->tokens_per_request >= 1 ? spec->tokens_per_request : 1;
 	double tokens = chosen->cfg.phase == MP_PHASE_DECODE ? chosen->cfg.batch * tpr
 							     : chosen->cfg.batch;

@@ -141,8 +141,9 @@ static int cmp_time(const void *a, const void *b)
  * at factor 1 and stop once a width's time alone (factor >= 1) exceeds
  * the best predicted time: those cannot win. */
 static int rank_with_factors(const struct mp_model *model, const struct mp_phase_spec *spec,
-			     const struct mp_loads *loads, const struct mp_place_options *place,
-			     uint32_t steps, struct mp_widths *widths)
+			     const struct mp_capacity_options *cap, const struct mp_loads *loads,
+			     const struct mp_place_options *place, uint32_t steps,
+			     struct mp_widths *widths)
 {
 	size_t n = 0;
 	struct mp_width_candidate **order = calloc(widths->count ? widths->count : 1, sizeof(*order));
@@ -165,7 +166,7 @@ static int rank_with_factors(const struct mp_model *model, const struct mp_phase
 		double factor = 1.0;
 		rc = width_factor(model, spec, loads, order[i], place, steps, &factor);
 		if (rc == 0) {
-			rc = mp_widths_apply_factor(model, spec, MP_PHASE_DECODE, NULL, NULL, factor,
+			rc = mp_widths_apply_factor(model, spec, MP_PHASE_DECODE, cap, NULL, factor,
 						    order[i]);
 		}
 		if (rc == 0 && order[i]->passes) {
@@ -325,7 +326,11 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 	const struct mp_phase_spec *spec = prefill ? &sc->prefill : &sc->decode;
 	const struct mp_model *model = &sc->model;
 	struct mp_widths *widths = &out->widths;
-	int rc = mp_widths_rank(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, NULL,
+	/* the engine's memory rule (engine.h; moeplan's reserve without one) */
+	struct mp_capacity_options cap;
+	mp_capacity_options_init(&cap);
+	mp_engine_capacity_options(&sc->engine, model->drafter.moe_stages > 0, &cap);
+	int rc = mp_widths_rank(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE, &cap,
 				NULL, widths);
 	if (rc == 0 && !widths->has_choice && say_no_fit(sc, spec, widths, out->phase, diags)) {
 		rc = MP_ENOFIT;
@@ -350,7 +355,7 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 		place.time_limit_s = sc->time_limit_s;
 	}
 	if (rc == 0 && !prefill) {
-		rc = rank_with_factors(model, spec, loads, &place, opts->width_steps, widths);
+		rc = rank_with_factors(model, spec, &cap, loads, &place, opts->width_steps, widths);
 	}
 	if (rc) {
 		return rc;
@@ -369,7 +374,7 @@ static int plan_phase(const struct mp_scenario *sc, const struct mp_plan_options
 		}
 		struct mp_width_candidate *pick = &widths->items[chosen];
 		rc = mp_widths_apply_factor(model, spec, prefill ? MP_PHASE_PREFILL : MP_PHASE_DECODE,
-					    NULL, NULL, out->busiest_factor, pick);
+					    &cap, NULL, out->busiest_factor, pick);
 		if (rc == 0) {
 			rc = mp_widths_rerank(widths);
 		}
@@ -582,6 +587,9 @@ struct mp_doc *mp_plan_to_doc_map(const struct mp_plan *plan, const struct mp_sc
 	mp_doc_put_int(model, "top_k", sc->model.top_k);
 	mp_doc_put(doc, "model", model);
 	mp_doc_put_string(doc, "loads_source", plan->loads.source ? plan->loads.source : "");
+	if (sc->engine.name) {
+		mp_doc_put(doc, "engine", mp_engine_profile_to_doc(&sc->engine));
+	}
 	/* The popularity the plan was made for, [layers][experts]: `simulate
 	 * --plan` routes it (issue 16 item 6). */
 	struct mp_doc *loads = mp_doc_list();

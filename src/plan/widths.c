@@ -216,6 +216,7 @@ void mp_widths_step_input(const struct mp_model *model, const struct mp_phase_sp
 	in.tokens_per_request = phase->tokens_per_request >= 1.0 ? phase->tokens_per_request : 1.0;
 	in.acceptance = phase->acceptance >= 0.0 ? phase->acceptance : (drafter ? 0.75 : 0.0);
 	in.overlap = phase->overlap;
+	in.kernel = phase->kernel;
 	in.tp = phase->attention_tp > 1 ? phase->attention_tp : 1;
 	if (kind == MP_PHASE_PREFILL) {
 		in.phase = MP_STEP_PREFILL;
