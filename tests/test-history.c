@@ -265,7 +265,7 @@ static void history__worst_against_enumeration(void **state)
 	const double w2[] = {2, 6, 1, 3, 3};
 	const double w3[] = {5, 5, 0, 1, 7};
 	const double *rows[] = {w1, w2, w3};
-	double best = INFINITY;
+	double best = (double)INFINITY;
 	uint32_t n_maps = 0;
 	uint32_t s[6];
 	double bound = 0;
