@@ -851,6 +851,83 @@ static void engines__check_plan_layers_without_model(void **state)
 	unlink(place);
 }
 
+/* check --engine sglang of a placement against loads whose rows do not
+ * name their layers (one per MoE layer, matched by position): SGLang's
+ * static streams walk the map --export writes, dense rows included (the
+ * bug: check walked the placed rows alone, and DeepSeek-V3's H800 plan
+ * scored 1.0234 where its exported map runs at 1.0117 under
+ * tests/sglang-dispatch.py, SGLang's code re-implemented). A model of 4
+ * hidden layers (layer 0 dense: SGLang's identity row p % 16 over 24
+ * slots gives experts 0-7 two replicas, so it draws fair choices), 16
+ * experts, 6 GPUs of 4 slots, 2 per node: check of the placement must
+ * score what check of its exported SGLang map scores (an engine map: row
+ * r is hidden layer r, walked as written) and each layer's max_load as
+ * place reported it. */
+static void engines__check_positional_loads(void **state)
+{
+	(void)state;
+	char model[64], loads[64], named[64], pl[64], map[64];
+	int pid = (int)getpid();
+	snprintf(model, sizeof(model), "/tmp/test-engines-po-%d-m.yaml", pid);
+	snprintf(loads, sizeof(loads), "/tmp/test-engines-po-%d.csv", pid);
+	snprintf(named, sizeof(named), "/tmp/test-engines-po-%d-named.csv", pid);
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-po-%d.json.yaml", pid);
+	snprintf(map, sizeof(map), "/tmp/test-engines-po-%d.json", pid);
+	FILE *f = fopen(model, "w");
+	assert_non_null(f);
+	fputs("name: tiny4\nhidden_size: 64\nmoe_layers: 3\ndense_layers: 1\nrouted_experts: 16\n"
+	      "top_k: 2\nexpert_intermediate_size: 32\ndense_weight_bytes: 1000 B\nkv_bytes_per_token: 10 B\n", f);
+	fclose(f);
+	FILE *lf = fopen(loads, "w"), *nf = fopen(named, "w");
+	assert_non_null(lf);
+	assert_non_null(nf);
+	fputs("# layers: 1, 2, 3\n", nf);
+	for (int l = 1; l <= 3; l++) {
+		for (int e = 0; e < 16; e++) { /* 1000 / (((5e + 3l) mod 16) + 1): skewed rows */
+			int v = 1000 / (((5 * e + 3 * l) % 16) + 1);
+			fprintf(lf, "%s%d", e ? "," : "", v);
+			fprintf(nf, "%s%d", e ? "," : "", v);
+		}
+		fputc('\n', lf);
+		fputc('\n', nf);
+	}
+	fclose(lf);
+	fclose(nf);
+	struct cli_result r = cli_run("place", loads, "--model", model, "--gpus", "6", "--slots", "24",
+				      "--gpus-per-node", "2", "--engine", "sglang", "-t", "0", "-f", "json",
+				      "-o", pl, "--export", "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *placed = cli_slurp(pl);
+	assert_non_null(placed);
+	r = cli_run("check", map, "--gpus", "6", "--loads", named, "--engine", "sglang", "--gpus-per-node", "2",
+		    "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double of_map = json_value(r.out, "worst_engine_busiest_over_mean");
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", loads, "--engine", "sglang", "--gpus-per-node", "2", "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_float_equal(json_value(r.out, "worst_engine_busiest_over_mean"), of_map, 1e-12);
+	const char *c = r.out, *p = placed;
+	for (int l = 0; l < 3; l++) { /* each layer's busiest GPU as place reported it */
+		c = strstr(c, "\"engine_max_load\"");
+		p = strstr(p, "\"max_load\"");
+		assert_non_null(c);
+		assert_non_null(p);
+		double own = json_value(p, "max_load");
+		assert_true(fabs(json_value(c, "engine_max_load") - own) <= own / 1e6);
+		c++;
+		p++;
+	}
+	cli_result_free(&r);
+	free(placed);
+	unlink(model);
+	unlink(loads);
+	unlink(named);
+	unlink(pl);
+	unlink(map);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -871,6 +948,7 @@ int main(void)
 		cmocka_unit_test(engines__plan_sglang),
 		cmocka_unit_test(engines__skipped_layers_three_nodes),
 		cmocka_unit_test(engines__check_plan_layers_without_model),
+		cmocka_unit_test(engines__check_positional_loads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

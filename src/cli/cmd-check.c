@@ -752,7 +752,12 @@ int cmd_check(int argc, char **argv)
 				  map.n_experts);
 			goto out;
 		}
-		rc = ce.sglang ? 0 : check_engine_loads(&map, &loads, NULL, &ce);
+		/* loads matched to a plan's rows by position (rows that do not
+		 * name their layers): SGLang's streams still walk the map --export
+		 * writes, dense rows included */
+		rc = !ce.sglang && !ce.own && ce.d.rule == MP_DISPATCH_SGLANG
+			? check_plan_layers(&a, &map, &loads, &ce) : 0;
+		rc = rc || ce.sglang ? rc : check_engine_loads(&map, &loads, NULL, &ce);
 		if (rc != 0) {
 			cli_error("%s: %s", a.plan, mp_strerror(rc));
 			goto out;
