@@ -777,6 +777,157 @@ static void engines__plan_sglang(void **state)
 	unlink(pl);
 }
 
+/* check of a moeplan plan or placement under SGLang's static dispatch
+ * without --model (issue 24): the layers between the placed ones decide
+ * the rows --export writes (a MoE layer: the nearest placed row; a dense
+ * one: the identity row; mp_map_row_source), and SGLang's random fair
+ * choices run over every row, so over two or more nodes the score depends
+ * on them. OLMoE's GitHub trace names hidden layers 0, 7 and 15 of 16,
+ * all MoE. (a) A plan says so (model: moe_layers 16 = hidden_layers 16):
+ * check of plans/olmoe-github.yaml's plan without --model must score what
+ * it scores with --model, and what the exported SGLang map itself scores
+ * (an engine map: row r is hidden layer r, walked as written, nothing
+ * inferred). Four nodes of 2 GPUs; before the fix layers 1-6 and 8-14 were
+ * walked as dense, 1.4177 against 1.4160 (at two nodes of 4 both gave
+ * 1.3472: the fair choices there happened to land alike). (b) A placement does not say:
+ * check names the layers it takes as dense, by hand the layers up to the
+ * last placed one (15) that neither the placement nor the loads name:
+ * 1-6 and 8-14, on stderr and as engine.assumed_dense_layers. */
+static void engines__check_plan_layers_without_model(void **state)
+{
+	(void)state;
+	char map[64], pl[64], place[64];
+	snprintf(map, sizeof(map), "/tmp/test-engines-nm-%d.json", (int)getpid());
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-nm-%d-plan.json", (int)getpid());
+	snprintf(place, sizeof(place), "/tmp/test-engines-nm-%d-place.json", (int)getpid());
+	const char *trace = src_path("plans/traces/olmoe_github.csv");
+	const char *model = src_path("plans/models/olmoe-1b-7b.yaml");
+	struct cli_result r = cli_run("plan", src_path("plans/olmoe-github.yaml"), "--engine", "sglang", "-o", pl,
+				      "--export", "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", map, "--gpus", "8", "--loads", trace, "--engine", "sglang", "--gpus-per-node", "2",
+		    "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double of_map = json_value(r.out, "worst_engine_busiest_over_mean");
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", trace, "--engine", "sglang", "--gpus-per-node", "2", "--model", model,
+		    "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double with_model = json_value(r.out, "worst_engine_busiest_over_mean");
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", trace, "--engine", "sglang", "--gpus-per-node", "2", "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double without = json_value(r.out, "worst_engine_busiest_over_mean");
+	assert_null(strstr(r.out, "assumed_dense_layers"));
+	cli_result_free(&r);
+	assert_float_equal(with_model, of_map, 1e-12);
+	assert_float_equal(without, of_map, 1e-12);
+	r = cli_run("place", trace, "--model", model, "--gpus", "8", "--slots", "72", "-t", "0", "-f", "json",
+		    "-o", place, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", place, "--loads", trace, "--engine", "sglang", "--gpus-per-node", "2", "-f", "json",
+		    NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.err, "layers 1-6, 8-14 taken as dense"));
+	assert_non_null(strstr(r.err, "give --model to decide"));
+	const char *dense = strstr(r.out, "\"assumed_dense_layers\": [");
+	assert_non_null(dense);
+	const char *end = strchr(dense, ']');
+	assert_non_null(end);
+	char got[128] = "";
+	size_t n = 0;
+	for (const char *c = strchr(dense, '[') + 1; c < end && n + 1 < sizeof(got); c++) {
+		if (*c != ' ' && *c != '\n') {
+			got[n++] = *c;
+		}
+	}
+	got[n] = '\0';
+	assert_string_equal(got, "1,2,3,4,5,6,8,9,10,11,12,13,14");
+	cli_result_free(&r);
+	unlink(map);
+	unlink(pl);
+	unlink(place);
+}
+
+/* check --engine sglang of a placement against loads whose rows do not
+ * name their layers (one per MoE layer, matched by position): SGLang's
+ * static streams walk the map --export writes, dense rows included (the
+ * bug: check walked the placed rows alone, and DeepSeek-V3's H800 plan
+ * scored 1.0234 where its exported map runs at 1.0117 under
+ * tests/sglang-dispatch.py, SGLang's code re-implemented). A model of 4
+ * hidden layers (layer 0 dense: SGLang's identity row p % 16 over 24
+ * slots gives experts 0-7 two replicas, so it draws fair choices), 16
+ * experts, 6 GPUs of 4 slots, 2 per node: check of the placement must
+ * score what check of its exported SGLang map scores (an engine map: row
+ * r is hidden layer r, walked as written) and each layer's max_load as
+ * place reported it. */
+static void engines__check_positional_loads(void **state)
+{
+	(void)state;
+	char model[64], loads[64], named[64], pl[64], map[64];
+	int pid = (int)getpid();
+	snprintf(model, sizeof(model), "/tmp/test-engines-po-%d-m.yaml", pid);
+	snprintf(loads, sizeof(loads), "/tmp/test-engines-po-%d.csv", pid);
+	snprintf(named, sizeof(named), "/tmp/test-engines-po-%d-named.csv", pid);
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-po-%d.json.yaml", pid);
+	snprintf(map, sizeof(map), "/tmp/test-engines-po-%d.json", pid);
+	FILE *f = fopen(model, "w");
+	assert_non_null(f);
+	fputs("name: tiny4\nhidden_size: 64\nmoe_layers: 3\ndense_layers: 1\nrouted_experts: 16\n"
+	      "top_k: 2\nexpert_intermediate_size: 32\ndense_weight_bytes: 1000 B\nkv_bytes_per_token: 10 B\n", f);
+	fclose(f);
+	FILE *lf = fopen(loads, "w"), *nf = fopen(named, "w");
+	assert_non_null(lf);
+	assert_non_null(nf);
+	fputs("# layers: 1, 2, 3\n", nf);
+	for (int l = 1; l <= 3; l++) {
+		for (int e = 0; e < 16; e++) { /* 1000 / (((5e + 3l) mod 16) + 1): skewed rows */
+			int v = 1000 / (((5 * e + 3 * l) % 16) + 1);
+			fprintf(lf, "%s%d", e ? "," : "", v);
+			fprintf(nf, "%s%d", e ? "," : "", v);
+		}
+		fputc('\n', lf);
+		fputc('\n', nf);
+	}
+	fclose(lf);
+	fclose(nf);
+	struct cli_result r = cli_run("place", loads, "--model", model, "--gpus", "6", "--slots", "24",
+				      "--gpus-per-node", "2", "--engine", "sglang", "-t", "0", "-f", "json",
+				      "-o", pl, "--export", "sglang", "--export-output", map, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *placed = cli_slurp(pl);
+	assert_non_null(placed);
+	r = cli_run("check", map, "--gpus", "6", "--loads", named, "--engine", "sglang", "--gpus-per-node", "2",
+		    "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	double of_map = json_value(r.out, "worst_engine_busiest_over_mean");
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", loads, "--engine", "sglang", "--gpus-per-node", "2", "-f", "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_float_equal(json_value(r.out, "worst_engine_busiest_over_mean"), of_map, 1e-12);
+	const char *c = r.out, *p = placed;
+	for (int l = 0; l < 3; l++) { /* each layer's busiest GPU as place reported it */
+		c = strstr(c, "\"engine_max_load\"");
+		p = strstr(p, "\"max_load\"");
+		assert_non_null(c);
+		assert_non_null(p);
+		double own = json_value(p, "max_load");
+		assert_true(fabs(json_value(c, "engine_max_load") - own) <= own / 1e6);
+		c++;
+		p++;
+	}
+	cli_result_free(&r);
+	free(placed);
+	unlink(model);
+	unlink(loads);
+	unlink(named);
+	unlink(pl);
+	unlink(map);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -796,6 +947,8 @@ int main(void)
 		cmocka_unit_test(engines__place_sglang),
 		cmocka_unit_test(engines__plan_sglang),
 		cmocka_unit_test(engines__skipped_layers_three_nodes),
+		cmocka_unit_test(engines__check_plan_layers_without_model),
+		cmocka_unit_test(engines__check_positional_loads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -219,6 +219,8 @@ struct mp_replan_plan_info {
 	uint32_t top_k;            /**< plan: model.top_k, 0 = unknown */
 	uint64_t expert_bytes;     /**< plan: hbm.routed_bytes / (slots_per_gpu * model.moe_layers),
 					0 = unknown */
+	uint32_t moe_layers;       /**< plan: model.moe_layers, 0 = unknown */
+	uint32_t hidden_layers;    /**< plan: model.hidden_layers (dense layers counted), 0 = unknown */
 };
 
 /** Read what a re-plan needs to know about the map file at path besides

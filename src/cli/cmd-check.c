@@ -238,6 +238,10 @@ struct check_engine {
 	uint32_t *moe;  /* [n_moe]: the MoE layers (--model's, else the plan's and the loads') */
 	uint32_t n_moe;
 	bool moe_known; /* ce->moe from --model */
+	uint32_t *named; /* [n_named]: every layer the loads name (all-zero rows too), without --model */
+	uint32_t n_named;
+	uint32_t *dense; /* [n_dense]: layers up to the plan's last that the walk took as dense, unsure */
+	uint32_t n_dense;
 };
 
 /* Row r of loads is row rows[r] of the whole map (NULL: row r). The
@@ -296,10 +300,13 @@ static int check_loads_moe(const struct mp_loads *loads, struct check_engine *ce
 		return 0;
 	}
 	ce->moe = malloc(((size_t)loads->n_layers + 1) * sizeof(*ce->moe));
-	if (!ce->moe) {
+	ce->named = malloc(((size_t)loads->n_layers + 1) * sizeof(*ce->named));
+	if (!ce->moe || !ce->named) {
 		return MP_ENOMEM;
 	}
 	ce->n_moe = 0;
+	ce->n_named = loads->n_layers;
+	memcpy(ce->named, loads->layer_ids, loads->n_layers * sizeof(*ce->named));
 	for (uint32_t r = 0; r < loads->n_layers; r++) {
 		const double *w = mp_loads_row(loads, r);
 		bool zero = true;
@@ -309,6 +316,89 @@ static int check_loads_moe(const struct mp_loads *loads, struct check_engine *ce
 		if (!zero) {
 			ce->moe[ce->n_moe++] = loads->layer_ids[r];
 		}
+	}
+	return 0;
+}
+
+static bool in_list(const uint32_t *ids, uint32_t n, uint32_t id)
+{
+	for (uint32_t i = 0; ids && i < n; i++) {
+		if (ids[i] == id) {
+			return true;
+		}
+	}
+	return false;
+}
+
+/* "0, 1-6, 8" of ids[n] (increasing) into buf. */
+static void name_ranges(const uint32_t *ids, uint32_t n, char *buf, size_t size)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < n && len + 32 < size;) {
+		uint32_t j = i;
+		while (j + 1 < n && ids[j + 1] == ids[j] + 1) {
+			j++;
+		}
+		int k = j > i ? snprintf(buf + len, size - len, "%s%u-%u", len ? ", " : "", ids[i], ids[j])
+			      : snprintf(buf + len, size - len, "%s%u", len ? ", " : "", ids[i]);
+		len += k > 0 ? (size_t)k : 0;
+		i = j + 1;
+	}
+}
+
+/* Without --model, which hidden layers up to the plan's last placed one
+ * are MoE decides the rows --export writes for the ones it does not place
+ * (the nearest placed row for a MoE layer, the identity row for a dense
+ * one: mp_map_row_source), and so SGLang's static streams. A full plan
+ * says it when its model has no dense layer (every layer is MoE) or when
+ * it places all model.moe_layers (the placed layers are the MoE ones);
+ * else the layers neither the plan nor the loads name are taken as dense,
+ * listed in ce->dense for a note. Returns 0 or MP_ENOMEM. */
+static int check_plan_moe(const struct check_args *a, const uint32_t *own, uint32_t n_own,
+			  struct check_engine *ce)
+{
+	struct mp_replan_plan_info info = {0};
+	struct mp_diags diags;
+	mp_diags_init(&diags);
+	int rc = mp_replan_read_plan_info(a->plan, a->phase, &info, &diags);
+	mp_diags_finish(&diags);
+	const uint32_t last = own[n_own - 1];
+	bool all_moe = rc == 0 && info.kind == MP_REPLAN_SOURCE_PLAN && info.moe_layers > last &&
+		       info.hidden_layers == info.moe_layers;
+	bool all_placed = rc == 0 && info.kind == MP_REPLAN_SOURCE_PLAN && info.moe_layers == n_own;
+	if (all_moe || all_placed) {
+		uint32_t n = all_moe ? info.moe_layers : n_own;
+		uint32_t *m = malloc((size_t)n * sizeof(*m));
+		if (!m) {
+			return MP_ENOMEM;
+		}
+		for (uint32_t k = 0; k < n; k++) {
+			m[k] = all_moe ? k : own[k];
+		}
+		free(ce->moe);
+		ce->moe = m;
+		ce->n_moe = n;
+		return 0;
+	}
+	ce->dense = malloc(((size_t)last + 1) * sizeof(*ce->dense));
+	if (!ce->dense) {
+		return MP_ENOMEM;
+	}
+	for (uint32_t h = 0; h <= last; h++) {
+		if (!in_list(ce->moe, ce->n_moe, h) && !in_list(ce->named, ce->n_named, h)) {
+			ce->dense[ce->n_dense++] = h;
+		}
+	}
+	if (ce->n_dense > 0 && !cli_quiet) {
+		char names[512];
+		name_ranges(ce->dense, ce->n_dense, names, sizeof(names));
+		fprintf(stderr, "moeplan check: %s: scored under SGLang's static dispatch with layer%s %s "
+			"taken as dense (neither %s nor %s names %s): --export writes a dense layer's "
+			"identity row but a MoE layer's nearest placed row, and SGLang's random choices "
+			"run over every row, so with several nodes the score depends on which they are; "
+			"give --model to decide\n", a->plan, cli_s(ce->n_dense), names, a->plan, a->loads,
+			ce->n_dense == 1 ? "it" : "them");
 	}
 	return 0;
 }
@@ -350,7 +440,7 @@ static int check_plan_layers(const struct check_args *a, const struct mp_placeme
 		ce->n_moe = n;
 	}
 	ce->own = own;
-	return 0;
+	return ce->moe_known ? 0 : check_plan_moe(a, own, n_own, ce);
 }
 
 /* With --model, an SGLang map (rows that do not name their layers) must
@@ -417,9 +507,10 @@ static void put_engine_layer(struct mp_doc *ld, const struct mp_layer_placement 
 	*worst_engine = eng > *worst_engine ? eng : *worst_engine;
 }
 
-static void put_engine_summary(struct mp_doc *chk, const struct mp_dispatch *d, double worst_even,
+static void put_engine_summary(struct mp_doc *chk, const struct check_engine *ce, double worst_even,
 			       double worst_engine)
 {
+	const struct mp_dispatch *d = &ce->d;
 	struct mp_doc *e = mp_doc_map();
 	mp_doc_put_string(e, "rule", mp_dispatch_rule_name(d->rule));
 	if (d->rule == MP_DISPATCH_SGLANG) {
@@ -439,6 +530,13 @@ static void put_engine_summary(struct mp_doc *chk, const struct mp_dispatch *d, 
 			  : "vllm-project/vllm b9f290ed vllm/model_executor/layers/fused_moe/router/"
 			    "base_router.py eplb_map_to_physical_and_record: token position modulo "
 			    "the replica count, 1/r in expectation");
+	if (ce->n_dense > 0) {
+		mp_doc_put(e, "assumed_dense_layers", mp_doc_uints(ce->dense, ce->n_dense));
+		mp_doc_put_string(e, "assumed_dense_note", "layers up to the last placed one that neither "
+				  "the map nor the loads name, scored as dense (the identity row --export "
+				  "writes for them); a MoE layer gets the nearest placed row instead: "
+				  "--model decides");
+	}
 	mp_doc_put(chk, "engine", e);
 	mp_doc_put_real(chk, "worst_busiest_over_mean", worst_even);
 	mp_doc_put_real(chk, "worst_engine_busiest_over_mean", worst_engine);
@@ -522,7 +620,7 @@ static struct mp_doc *report(const struct mp_placement *map, const struct mp_loa
 		mp_doc_put_real(chk, "worst_balancedness", worst_bal);
 		mp_doc_put_real(chk, "worst_gap", worst_gap);
 		if (ce->gpu) {
-			put_engine_summary(chk, &ce->d, worst_even, worst_engine);
+			put_engine_summary(chk, ce, worst_even, worst_engine);
 		}
 	}
 	mp_doc_put(chk, "layers", layers);
@@ -654,7 +752,12 @@ int cmd_check(int argc, char **argv)
 				  map.n_experts);
 			goto out;
 		}
-		rc = ce.sglang ? 0 : check_engine_loads(&map, &loads, NULL, &ce);
+		/* loads matched to a plan's rows by position (rows that do not
+		 * name their layers): SGLang's streams still walk the map --export
+		 * writes, dense rows included */
+		rc = !ce.sglang && !ce.own && ce.d.rule == MP_DISPATCH_SGLANG
+			? check_plan_layers(&a, &map, &loads, &ce) : 0;
+		rc = rc || ce.sglang ? rc : check_engine_loads(&map, &loads, NULL, &ce);
 		if (rc != 0) {
 			cli_error("%s: %s", a.plan, mp_strerror(rc));
 			goto out;
@@ -722,5 +825,7 @@ out:
 	free(ce.sglang);
 	free(ce.own);
 	free(ce.moe);
+	free(ce.named);
+	free(ce.dense);
 	return exit_code;
 }

@@ -8,6 +8,7 @@
 
 #include "loader-internal.h"
 #include "moeplan/replan.h"
+#include "moeplan/traffic.h"
 
 static bool is_plan(struct ld *ld, const yaml_node_t *root)
 {
@@ -65,6 +66,11 @@ int mp_replan_read_plan_info(const char *path, const char *phase,
 		double k = number_at(&ld, model, "top_k");
 		info.top_k = k >= 1 && k <= 65536 ? (uint32_t)k : 0;
 		double layers = number_at(&ld, model, "moe_layers");
+		double hidden = number_at(&ld, model, "hidden_layers");
+		bool whole = layers == floor(layers) && hidden == floor(hidden);
+		info.moe_layers = whole && layers >= 1 && layers <= MP_MAX_LAYERS ? (uint32_t)layers : 0;
+		info.hidden_layers = info.moe_layers && hidden >= layers && hidden <= MP_MAX_LAYERS
+					     ? (uint32_t)hidden : 0;
 		double per_gpu = number_at(&ld, ph, "slots_per_gpu");
 		const yaml_node_t *hbm = ph && ph->type == YAML_MAPPING_NODE ? ld_get(&ld, ph, "hbm") : NULL;
 		double routed = number_at(&ld, hbm, "routed_bytes");
