@@ -73,6 +73,8 @@ BLOCKS = {
 BENCH_BLOCKS = {
     "engines-bench": "tests/bench/engines-table.py --bench --write",
     "dispatch-sglang": "tests/bench/dispatch-sglang.sh --write",
+    "holdout": "python3 tests/bench/holdout.py --write",
+    "holdout-series": "python3 tests/bench/holdout.py --write",
 }
 
 BEGIN = re.compile(r"^<!-- BEGIN generated: ([a-z0-9-]+) -->$")
