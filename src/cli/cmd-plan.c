@@ -324,7 +324,6 @@ int cmd_plan(int argc, char **argv)
 	if (status != EXIT_OK) {
 		goto out;
 	}
-	status = EXIT_INPUT;
 	cli_warn_step_gaps(scenario.model_path, &scenario.model);
 	const char *inputs[] = {
 		scenario.model_path,

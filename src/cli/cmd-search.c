@@ -533,7 +533,6 @@ int cmd_search(int argc, char **argv)
 	if (status != EXIT_OK) {
 		goto out;
 	}
-	status = EXIT_INPUT;
 	if (sc.engine.overlaps && opts.overlap_mask && !(sc.engine.overlaps & opts.overlap_mask)) {
 		char modes[64];
 		mp_engine_overlaps_text(&sc.engine, modes, sizeof(modes));

@@ -331,7 +331,8 @@ struct step_run {
 	struct mp_efficiency eff;     /* the calibrated factors */
 	struct step_point pred[16];
 	size_t n_pred;
-	const struct mp_engine_profile *engine; /* NULL: an ideal engine */
+	struct mp_engine_profile engine; /* a shallow copy of step_args' (it owns the strings) */
+	bool has_engine;                 /* false: an ideal engine */
 };
 
 static double factor_value(const struct mp_efficiency *e, enum mp_step_factor f)
@@ -348,14 +349,14 @@ static double factor_value(const struct mp_efficiency *e, enum mp_step_factor f)
 static int print_run(void *user, FILE *f)
 {
 	const struct step_run *r = user;
-	if (r->engine) {
+	if (r->has_engine) {
 		char modes[64];
-		mp_engine_overlaps_text(r->engine, modes, sizeof(modes));
+		mp_engine_overlaps_text(&r->engine, modes, sizeof(modes));
 		fprintf(f, "engine %s: overlap %s; DeepEP %s prefill / %s decode; memory %s\n",
-			r->engine->name, modes, mp_step_kernel_name(mp_engine_kernel(r->engine, true)),
-			mp_step_kernel_name(mp_engine_kernel(r->engine, false)),
+			r->engine.name, modes, mp_step_kernel_name(mp_engine_kernel(&r->engine, true)),
+			mp_step_kernel_name(mp_engine_kernel(&r->engine, false)),
 			(const char *const[]){"reserve", "mem_fraction_static", "mem_fraction_static auto",
-					      "gpu_memory_utilization"}[r->engine->memory]);
+					      "gpu_memory_utilization"}[r->engine.memory]);
 	}
 	print_point(f, &r->main);
 	if (r->calibrated) {
@@ -386,8 +387,8 @@ static struct mp_doc *run_doc(const struct step_run *r, const struct mp_model *m
 				       p->has_hbm ? &p->hbm : NULL, p->has_max, p->max_requests);
 	mp_doc_put_string(d, "model", m->name ? m->name : "");
 	mp_doc_put_string(d, "hardware", hw->name ? hw->name : "");
-	if (r->engine) {
-		mp_doc_put(d, "engine", mp_engine_profile_to_doc(r->engine));
+	if (r->has_engine) {
+		mp_doc_put(d, "engine", mp_engine_profile_to_doc(&r->engine));
 	}
 	if (r->calibrated) {
 		struct mp_doc *c = mp_doc_map();
@@ -474,7 +475,8 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 			a->hardware);
 		return EXIT_INPUT;
 	}
-	r.engine = a->engine.name ? &a->engine : NULL;
+	r.engine = a->engine;
+	r.has_engine = a->engine.name != NULL;
 	int rc = evaluate(m, hw, &a->cap, &r.main);
 	if (rc) {
 		cli_error("step: %s on %s at EP%u: %s (is tp a divisor of ep? does the hardware give "
