@@ -254,6 +254,11 @@ static void engine__scenario_and_search(void **state)
 	assert_non_null(strstr(e.err, "scenario-engine-full.yaml:49:12: error: decode.overlap: full is "
 				      "not a mode engine sglang runs (none, two_batch)"));
 	cli_result_free(&e);
+	/* --engine on the command line wins over the scenario's (the ideal engine runs full) */
+	e = cli_run("plan", src_path("tests/data/scenario-engine-full.yaml"), "--engine", "even", NULL);
+	assert_non_null(strstr(e.err, "decode: no EP width fits")); /* it fails later, for its int8 peak */
+	assert_null(strstr(e.err, "not a mode engine"));
+	cli_result_free(&e);
 	/* plan: a profile that runs no two_batch, on a scenario whose phases use it */
 	const char *prof = write_tmp("nobatch.yaml", "name: plain\noverlaps: [none]\n");
 	r = cli_run("plan", src_path("plans/deepseek-v3-h800.yaml"), "--engine", prof, NULL);

@@ -173,6 +173,9 @@ static void history__series_errors(void **state)
 		{"# columns: iteration,layer,a,b\n0,0,1,-1\n", ":2:"},
 		/* a row with the wrong number of experts */
 		{"# columns: iteration,layer,a,b\n0,0,1,1\n1,0,1\n", ":3:"},
+		/* a bad load in a block's first row (read past the block's layers once) */
+		{"# columns: iteration,layer,a,b\n0,0,1,-2\n0,1,1,2\n", ":2:"},
+		{"# columns: iteration,layer,a,b\n0,0,1,1\n1,0,nan,1\n1,1,1,1\n", ":3:"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *path = write_tmp("bad.series.csv", cases[i].text);
@@ -345,11 +348,19 @@ static void history__place_mean_of_files(void **state)
 	e = cli_run("place", a, b, "--gpus", "2", "--slots", "6", "--windows", "2:1", NULL);
 	assert_int_equal(e.status, 2);
 	free(e.out), free(e.err);
+	/* windows naming other layers (the same shape) */
+	const char *la = write_tmp("la.csv", "# layers: 0, 1\n1,2,3,4\n1,2,3,4\n");
+	const char *lb = write_tmp("lb.csv", "# layers: 5, 9\n1,2,3,4\n1,2,3,4\n");
+	e = cli_run("place", la, lb, "--gpus", "2", "--slots", "4", NULL);
+	assert_int_equal(e.status, 1);
+	assert_non_null(strstr(e.err, "same layers"));
+	free(e.out), free(e.err);
+	unlink(la), unlink(lb);
 	/* a window of another shape */
 	const char *c = write_tmp("c.csv", "1,2,3\n");
 	e = cli_run("place", a, c, "--gpus", "2", "--slots", "6", NULL);
 	assert_int_equal(e.status, 1);
-	assert_non_null(strstr(e.err, "one shape"));
+	assert_non_null(strstr(e.err, "same layers"));
 	free(e.out), free(e.err);
 	unlink(a), unlink(b), unlink(m), unlink(c);
 }
@@ -450,6 +461,26 @@ static void history__scenario_series(void **state)
 	unlink(sp), unlink(yp);
 }
 
+/* Two series in a row are one history (windows of both, in order); a
+ * series' source loses its "source:" label as a CSV's does. */
+static void history__two_series(void **state)
+{
+	(void)state;
+	const char *path = src_path("plans/traces/qwen15moe_bookcorpus.series.csv");
+	const char *paths[] = {path, path};
+	struct mp_history h;
+	mp_history_init(&h);
+	struct mp_diags d;
+	mp_diags_init(&d);
+	assert_int_equal(mp_load_history(paths, 2, &h, &d), 0);
+	assert_int_equal(h.n_windows, 40);
+	assert_true(mp_loads_row(&h.windows[20], 0)[0] == 555.0);
+	assert_non_null(h.windows[0].source);
+	assert_true(strncmp(h.windows[0].source, "sacs-epfl/HarMoEny", 18) == 0);
+	mp_history_finish(&h);
+	mp_diags_finish(&d);
+}
+
 /* The shipped series reads as 20 windows of 12 layers x 60 experts, and
  * its first block's first row is the file's first data line. */
 static void history__shipped_series(void **state)
@@ -479,6 +510,7 @@ int main(void)
 		cmocka_unit_test(history__place_mean_of_files),
 		cmocka_unit_test(history__replan_mean_of_files),
 		cmocka_unit_test(history__scenario_series),
+		cmocka_unit_test(history__two_series),
 		cmocka_unit_test(history__shipped_series),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,9 +36,9 @@ MP_EXPORT void mp_history_init(struct mp_history *h);
 MP_EXPORT void mp_history_finish(struct mp_history *h);
 
 /** Append a window, taking ownership of *w (which is reset to empty with
- * mp_loads_init). Returns 0; MP_EINVAL when its n_layers or n_experts
- * differ from the first window's or there are MP_MAX_WINDOWS already (*w
- * untouched); MP_ENOMEM. */
+ * mp_loads_init). Returns 0; MP_EINVAL when its n_layers, n_experts or
+ * layer ids (both absent, or equal) differ from the first window's or there
+ * are MP_MAX_WINDOWS already (*w untouched); MP_ENOMEM. */
 MP_EXPORT int mp_history_push(struct mp_history *h, struct mp_loads *w);
 
 enum mp_objective {

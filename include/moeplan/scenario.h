@@ -61,7 +61,7 @@ struct mp_phase_spec {
 					    sets it; the loader clears it when ep or ep_max is given):
 					    where nothing fits up to it, the width search goes on to
 					    the smallest width that fits within gpus (issue 26) */
-	struct mp_field_pos pos_phase, pos_gpus, pos_ep, pos_ep_max, pos_hardware; /**< in the
+	struct mp_field_pos pos_phase, pos_gpus, pos_ep, pos_ep_max, pos_hardware, pos_overlap; /**< in the
 					    scenario file (mp_scenario.path); zero when not given */
 	enum mp_slot_rule slot_rule;
 	uint32_t min_redundant;        /**< MP_SLOTS_MIN_REDUNDANT (default MP_MIN_REDUNDANT_AUTO) */
@@ -143,10 +143,11 @@ MP_EXPORT void mp_scenario_finish(struct mp_scenario *scenario);
 /** Make *e the scenario's engine (taking it over; *e is left initialised):
  * each phase's overlap must be one the engine runs, and the phases take
  * its kernels. Returns 0, or MP_EINVAL with why (a sentence naming the
- * phase, its overlap and the modes the engine runs) and the scenario
- * unchanged. */
+ * phase, its overlap and the modes the engine runs), *where the phase's
+ * `overlap` in the scenario file (zero when not given; where may be NULL)
+ * and the scenario unchanged. */
 MP_EXPORT int mp_scenario_set_engine(struct mp_scenario *sc, struct mp_engine_profile *e, char *why,
-				     size_t why_size);
+				     size_t why_size, struct mp_field_pos *where);
 
 MP_EXPORT uint32_t mp_phase_slots(const struct mp_phase_spec *phase, uint32_t n_experts, uint32_t ep);
 

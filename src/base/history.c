@@ -26,12 +26,22 @@ void mp_history_finish(struct mp_history *h)
 	*h = (struct mp_history){ 0 };
 }
 
+/* Both without layer ids, or both naming the same layers. */
+static bool same_ids(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+	if (!a || !b) {
+		return a == b;
+	}
+	return memcmp(a, b, n * sizeof(*a)) == 0;
+}
+
 int mp_history_push(struct mp_history *h, struct mp_loads *w)
 {
 	assert(h && w);
 	if (h->n_windows >= MP_MAX_WINDOWS || w->n_layers == 0 || w->n_experts == 0 ||
 	    (h->n_windows > 0 && (w->n_layers != h->windows[0].n_layers ||
-				  w->n_experts != h->windows[0].n_experts))) {
+				  w->n_experts != h->windows[0].n_experts ||
+				  !same_ids(w->layer_ids, h->windows[0].layer_ids, w->n_layers)))) {
 		return MP_EINVAL;
 	}
 	struct mp_loads *v = realloc(h->windows, (h->n_windows + 1u) * sizeof(*v));

@@ -40,10 +40,20 @@ int cli_engine_profile(const char *cmd, const char *arg, struct mp_engine_profil
 int cli_scenario_engine(const char *cmd, struct mp_scenario *sc, struct mp_engine_profile *given,
 			bool have_given, const struct cli_engine *alg, struct mp_place_options *place)
 {
-	if (have_given) {
-		char why[256];
-		if (mp_scenario_set_engine(sc, given, why, sizeof(why)) != 0) {
-			cli_error("--engine %s: %s", given->name ? given->name : "?", why);
+	char why[256];
+	struct mp_field_pos at = {0};
+	if (have_given && mp_scenario_set_engine(sc, given, why, sizeof(why), &at) != 0) {
+		cli_error("--engine %s: %s", given->name ? given->name : "?", why);
+		return EXIT_INPUT;
+	}
+	if (!have_given && sc->engine.name) {
+		/* the scenario's own engine: its phases' overlaps are checked here */
+		struct mp_engine_profile own = sc->engine;
+		mp_engine_profile_init(&sc->engine);
+		if (mp_scenario_set_engine(sc, &own, why, sizeof(why), &at) != 0) {
+			fprintf(stderr, "%s:%d:%d: error: %s\n", sc->path ? sc->path : "scenario", at.line,
+				at.column, why);
+			mp_engine_profile_finish(&own);
 			return EXIT_INPUT;
 		}
 	}

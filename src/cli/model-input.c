@@ -26,6 +26,7 @@ int cli_load_model_hardware(const char *model_path, const char *hw_path, struct 
 
 void cli_warn_step_gaps(const char *model_path, const struct mp_model *model)
 {
+	model_path = model_path ? model_path : "model"; /* an inline model has no file */
 	/* The step model counts attention FLOP from the head count and the
 	 * LM head from the vocabulary; without them those terms are KV reads
 	 * only, and the user should know (a Hugging Face config.json gives

@@ -301,6 +301,20 @@ enum csv_step { CSV_ROW, CSV_SKIP, CSV_STOP };
 /* A '#' line: the rows' layer ids ("# layers: ...") or, the first time, the source. */
 static void csv_comment(struct csv *cs, const struct csv_line *ln)
 {
+	/* a series (moeplan-formats(5) "Series") that reached the CSV loader
+	 * came through a pipe, where it cannot be sniffed: refuse it, rather
+	 * than read its iteration and layer columns as experts */
+	const char *c = ln->s + 1;
+	while (c < ln->stop && (*c == ' ' || *c == '\t')) {
+		c++;
+	}
+	if (ln->stop - c >= 24 && strncasecmp(c, "columns:", 8) == 0 &&
+	    strstr(c, "iteration,layer") && strstr(c, "iteration,layer") < ln->stop) {
+		ld_error_at(&cs->ld, ln->no, (int)(c - ln->start) + 1, "this is a series CSV (one block "
+			    "of rows per time window): give it as a regular file, which moeplan reads as a "
+			    "history, not through a pipe");
+		return;
+	}
 	if (csv_layers_comment(&cs->ld, ln->s, ln->stop, ln->no, ln->start, &cs->ids, &cs->ids_comment)) {
 		cs->ids_line = cs->ids_line ? cs->ids_line : ln->no;
 		return;

@@ -335,6 +335,15 @@ static void load_hardware(struct ld *ld, const yaml_node_t *node, const char *wh
 	p->hardware_path = path;
 }
 
+static struct mp_field_pos node_pos(const yaml_node_t *node)
+{
+	if (!node) {
+		return (struct mp_field_pos){0};
+	}
+	return (struct mp_field_pos){.line = (int)node->start_mark.line + 1,
+				     .column = (int)node->start_mark.column + 1};
+}
+
 /* The serving-step fields of a phase (issue 12): slo {tpot, ttft},
  * acceptance, overlap, attention. */
 static void parse_step_fields(struct ld *ld, const yaml_node_t *node, const char *what, bool decode,
@@ -360,6 +369,7 @@ static void parse_step_fields(struct ld *ld, const yaml_node_t *node, const char
 	if (ld_get_enum(ld, ld_get(ld, node, "overlap"), FIELD("overlap"), overlaps, &o)) {
 		p->overlap = (enum mp_step_overlap)o;
 	}
+	p->pos_overlap = node_pos(ld_get(ld, node, "overlap"));
 	const yaml_node_t *att = ld_get(ld, node, "attention");
 	const char *a = att ? ld_scalar(att) : NULL;
 	if (att && a && strcmp(a, "dp") == 0) {
@@ -380,14 +390,6 @@ static void parse_step_fields(struct ld *ld, const yaml_node_t *node, const char
 	(void)decode;
 }
 
-static struct mp_field_pos node_pos(const yaml_node_t *node)
-{
-	if (!node) {
-		return (struct mp_field_pos){0};
-	}
-	return (struct mp_field_pos){.line = (int)node->start_mark.line + 1,
-				     .column = (int)node->start_mark.column + 1};
-}
 
 static void parse_phase(struct ld *ld, const yaml_node_t *node, const char *what, bool decode,
 			const struct mp_model *model, bool model_ok, struct mp_phase_spec *p)
@@ -568,8 +570,9 @@ static char *base_name(const char *path)
 }
 
 /* engine: even (an ideal engine), sglang or vllm (built in), or a profile
- * file relative to the scenario; then each phase's overlap must be one the
- * engine runs, and its kernels become the phases'. */
+ * file relative to the scenario; its kernels become the phases'. Whether
+ * each phase's overlap is one it runs is checked when the engine is final
+ * (mp_scenario_set_engine: `--engine` on the command line wins). */
 static void parse_engine(struct ld *ld, const yaml_node_t *root, struct mp_scenario *s)
 {
 	const yaml_node_t *node = ld_get(ld, root, "engine");
@@ -607,17 +610,8 @@ static void parse_engine(struct ld *ld, const yaml_node_t *root, struct mp_scena
 		ld_fail(ld, rc);
 		return;
 	}
-	const char *phases[] = {"prefill", "decode"};
 	struct mp_phase_spec *specs[] = {&s->prefill, &s->decode};
 	for (int i = 0; i < 2; i++) {
-		if (!mp_engine_allows_overlap(&s->engine, specs[i]->overlap)) {
-			const yaml_node_t *ph = ld_get(ld, root, phases[i]);
-			const yaml_node_t *at = ph ? ld_get(ld, ph, "overlap") : NULL;
-			char allowed[64];
-			mp_engine_overlaps_text(&s->engine, allowed, sizeof(allowed));
-			ld_error(ld, at ? at : node, "%s.overlap: %s is not a mode engine %s runs (%s)",
-				 phases[i], mp_step_overlap_name(specs[i]->overlap), s->engine.name, allowed);
-		}
 		specs[i]->kernel = mp_engine_kernel(&s->engine, i == 0);
 	}
 }

@@ -6,6 +6,7 @@
  * such as SGLang's recorder dumps). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "loader-internal.h"
 #include "moeplan/history.h"
@@ -22,6 +23,7 @@ struct series {
 	uint64_t iteration;
 	bool in_block;
 	int block_line;   /* the line the current block starts on */
+	uint32_t blocks;  /* blocks of this file appended so far */
 };
 
 /* "# columns: iteration,layer,...": true when a comment line says the file is a series. */
@@ -44,7 +46,13 @@ static bool series_comment(const char *s, const char *stop)
 
 bool mp_loads_is_series(const char *path)
 {
-	FILE *f = strcmp(path, "-") == 0 ? NULL : fopen(path, "r");
+	/* regular files only: a pipe's bytes are read once, by the loader
+	 * (which refuses a series it is given that way) */
+	struct stat st;
+	if (strcmp(path, "-") == 0 || stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+		return false;
+	}
+	FILE *f = fopen(path, "r");
 	if (!f) {
 		return false;
 	}
@@ -114,7 +122,7 @@ static void series_flush(struct series *sr)
 		return;
 	}
 	sr->in_block = false;
-	if (sr->out->n_windows == 0) {
+	if (sr->blocks == 0) {
 		sr->first = malloc(sr->n_layers * sizeof(*sr->first));
 		if (!sr->first) {
 			ld_fail(&sr->ld, MP_ENOMEM);
@@ -144,11 +152,19 @@ static void series_flush(struct series *sr)
 		rc = MP_ENOMEM;
 	}
 	if (rc == 0) {
-		rc = mp_history_push(sr->out, &w);
-		if (rc == MP_EINVAL) {
-			ld_error_at(&sr->ld, sr->block_line, 1, "more than %u iterations", MP_MAX_WINDOWS);
+		rc = sr->out->n_windows >= MP_MAX_WINDOWS ? MP_ELIMIT : mp_history_push(sr->out, &w);
+		if (rc == MP_ELIMIT) {
+			ld_error_at(&sr->ld, sr->block_line, 1, "more than %u windows", MP_MAX_WINDOWS);
+			rc = 0;
+		} else if (rc == MP_EINVAL) {
+			ld_error_at(&sr->ld, sr->block_line, 1, "iteration %llu has other layers or experts "
+				    "than the history's first window (%u layers x %u experts): every window "
+				    "of a history has the same layers", (unsigned long long)sr->iteration,
+				    sr->out->windows[0].n_layers, sr->out->windows[0].n_experts);
+			rc = 0;
 		}
 	}
+	sr->blocks++;
 	mp_loads_finish(&w);
 	ld_fail(&sr->ld, rc);
 	sr->n_layers = 0;
@@ -225,7 +241,7 @@ static bool series_keys(struct series *sr, const char **c, int line, const char 
 		sr->in_block = true;
 		sr->iteration = it;
 		sr->block_line = line;
-	} else if (layer <= sr->layers[sr->n_layers - 1u]) {
+	} else if (sr->n_layers > 0 && layer <= sr->layers[sr->n_layers - 1u]) {
 		ld_error_at(&sr->ld, line, (int)(c[2] - start) + 1, "layer %llu after layer %u in "
 			    "iteration %llu: rows in increasing layer order, each layer once",
 			    (unsigned long long)layer, sr->layers[sr->n_layers - 1u],
@@ -296,6 +312,12 @@ static void series_lines(struct series *sr, const struct ld_text *text, const ch
 				while (t < stop && *t == ' ') {
 					t++;
 				}
+				if (stop - t >= 7 && strncasecmp(t, "source:", 7) == 0) {
+					t += 7; /* as for CSV loads: the source without its label */
+					while (t < stop && *t == ' ') {
+						t++;
+					}
+				}
 				sr->source = strndup(t, (size_t)(stop - t));
 				ld_fail(&sr->ld, sr->source ? 0 : MP_ENOMEM);
 			}
@@ -354,9 +376,11 @@ int mp_load_history(const char *const *paths, uint32_t n_paths, struct mp_histor
 		}
 		if (rc == MP_EINVAL && h.n_windows == before && before > 0 && diags) {
 			/* loaded, but the shape differs from the windows before it */
-			rc = mp_diags_add(diags, paths[i], 0, 0, MP_EINVAL, "a window of a different shape "
-					  "than %s (%u layers x %u experts): every window of a history has "
-					  "one shape", paths[0], h.windows[0].n_layers, h.windows[0].n_experts);
+			rc = mp_diags_add(diags, paths[i], 0, 0, MP_EINVAL, "a window with other layers or "
+					  "experts than %s (%u layers x %u experts%s): every window of a "
+					  "history has the same layers (the same layer ids) and experts",
+					  paths[0], h.windows[0].n_layers, h.windows[0].n_experts,
+					  h.windows[0].layer_ids ? ", layers named" : "");
 			rc = rc == MP_ENOMEM ? rc : MP_EINVAL;
 		}
 	}

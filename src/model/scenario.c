@@ -57,7 +57,7 @@ void mp_scenario_finish(struct mp_scenario *scenario)
 }
 
 int mp_scenario_set_engine(struct mp_scenario *sc, struct mp_engine_profile *e, char *why,
-			   size_t why_size)
+			   size_t why_size, struct mp_field_pos *where)
 {
 	const char *names[] = {"prefill", "decode"};
 	struct mp_phase_spec *specs[] = {&sc->prefill, &sc->decode};
@@ -67,6 +67,9 @@ int mp_scenario_set_engine(struct mp_scenario *sc, struct mp_engine_profile *e, 
 			mp_engine_overlaps_text(e, allowed, sizeof(allowed));
 			snprintf(why, why_size, "%s.overlap: %s is not a mode engine %s runs (%s)", names[i],
 				 mp_step_overlap_name(specs[i]->overlap), e->name ? e->name : "?", allowed);
+			if (where) {
+				*where = specs[i]->pos_overlap;
+			}
 			return MP_EINVAL;
 		}
 	}
