@@ -34,9 +34,9 @@ static void near_(double got, double want, double tol, const char *file, int lin
 
 static const char *write_tmp(const char *name, const char *text)
 {
-	static char bufs[4][128];
+	static char bufs[16][128];
 	static int next;
-	char *b = bufs[next++ % 4];
+	char *b = bufs[next++ % 16];
 	snprintf(b, 128, "/tmp/test-history-%d-%s", (int)getpid(), name);
 	FILE *f = fopen(b, "w");
 	assert_non_null(f);
