@@ -172,9 +172,11 @@ static void kernels__step_routed_from_table(void **state)
 	in.context_tokens = 1024;
 	struct mp_step plain, peak, tab;
 	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &plain), 0);
+	/* The peak roofline: every factor 1 and no fixed part. */
 	struct mp_efficiency one = plain.efficiency;
 	one.hbm = 1.0;
 	one.gemm = 1.0;
+	one.kernel_fixed_s = one.moe_fixed_s = one.moe_fixed_per_expert_s = 0.0;
 	in.efficiency = &one;
 	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &peak), 0);
 	in.efficiency = NULL;
@@ -183,7 +185,14 @@ static void kernels__step_routed_from_table(void **state)
 	assert_true(tab.kernel_table);
 	assert_true(tab.from_table[MP_TERM_ROUTED]);
 	assert_false(tab.table_clamped[MP_TERM_ROUTED]);
+	/* The table's moe_block rows hold the fixed part as measured: with the
+	 * default moe_fixed (22 us + 1.5 us per local expert) in force, none
+	 * is added to the table's time. */
 	assert_near(tab.terms[MP_TERM_ROUTED].time_s / peak.terms[MP_TERM_ROUTED].time_s, 2.0, 1e-12);
+	assert_near(tab.terms[MP_TERM_ROUTED].fixed_s, 0.0, 0.0);
+	/* Without the table it is added: 58 MoE layers x (22 + 1.5 x 32
+	 * local experts) us = 58 x 70 us = 4.06 ms. */
+	assert_near(plain.terms[MP_TERM_ROUTED].fixed_s, 4.06e-3, 1e-12);
 	assert_false(tab.from_table[MP_TERM_DENSE]);
 	assert_near(tab.terms[MP_TERM_DENSE].time_s, plain.terms[MP_TERM_DENSE].time_s, 0.0);
 	assert_false(plain.kernel_table);

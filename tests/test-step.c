@@ -419,10 +419,13 @@ static void load(const char *model, const char *hardware, struct mp_model *m,
  * tau = 3.25 (acceptance 0.75), context 131,072, slots 416 / 448 (drafter
  * 160 / 192): "EP64 delivers 36% more tokens per second per GPU than EP8"
  * at 8 requests and "6% more at 256"; "the EP64 step takes 10.0 ms" at 8.
- * With the default factors the model over-predicts the gain at 8 requests
- * (its non-expert floor is 5.1 ms, not 9.3); calibrating the per-step
- * overhead from the one EP64 measurement brings both ratios within 10%
- * (the README table prints every figure). */
+ * With the default factors and fixed kernel latencies (issue 23 item 2)
+ * the EP64 step at 8 requests is within 15% of 10.0 ms (the issue's
+ * acceptance); the gain at 8 requests is over-predicted, and calibrating
+ * the per-step overhead from the one EP64 measurement does not bring it
+ * within 10% (the MoE block's fixed part grows with local experts, 52 at
+ * EP8 against 7 at EP64: the README table prints every figure and the
+ * miss); at 256 requests the calibrated ratio is within 10%. */
 static void step__seed_article_ep64_vs_ep8(void **state)
 {
 	(void)state;
@@ -459,8 +462,20 @@ static void step__seed_article_ep64_vs_ep8(void **state)
 	}
 	/* EP64 wins at both batches, and by less at 256 (the collapse). */
 	assert_true(ratio[0][0] > ratio[0][1] && ratio[0][1] > 1.0);
-	assert_rel(ratio[1][0], 1.36, 0.10);
+	/* Not reached: the 8-request gain stays over-predicted, calibrated. */
+	assert_true(ratio[1][0] > 1.36 * 1.10);
 	assert_rel(ratio[1][1], 1.06, 0.10);
+	/* Defaults: the EP64 step at 8 requests within 15% of the article's
+	 * 10.0 ms, and the MoE fixed part by hand (no two_batch): the main
+	 * model's 40 layers at 448 / 64 = 7 and 416 / 8 = 52 local slots,
+	 * 40 x (22 + 1.5 x 7) = 1,300 us and 40 x (22 + 1.5 x 52) = 4,000 us. */
+	w64.requests = w8.requests = 8;
+	w64.efficiency = w8.efficiency = NULL;
+	assert_int_equal(mp_step_evaluate(&m, &hw, &w64, &a), 0);
+	assert_int_equal(mp_step_evaluate(&m, &hw, &w8, &b), 0);
+	assert_rel(a.step_time_s, 10.0e-3, 0.15);
+	assert_near(a.terms[MP_TERM_ROUTED].fixed_s, 1300e-6, 1e-12);
+	assert_near(b.terms[MP_TERM_ROUTED].fixed_s, 4000e-6, 1e-12);
 	mp_model_finish(&m);
 	mp_hardware_finish(&hw);
 }
@@ -837,6 +852,182 @@ static void step__plan_accepts_deepseek_h800(void **state)
 	cli_result_free(&r);
 }
 
+/* A small model on a GPU so fast that every priced part is below 1e-20 s:
+ * the step is its fixed parts (step.h, "Fixed parts"), by hand, with
+ * kernel_fixed 3 us, moe_fixed 20 us + 1 us per local expert, overhead
+ * 0.5 ms, EP1 (no exchange). Model: 2 MoE + 1 dense layers, one shared
+ * expert, 8 routed experts (8 slots, all local), one drafter stage of 4
+ * experts (4 slots). Kernel counts (step.h MP_KERNELS_*, from SGLang's
+ * deepseek_v2.py): MLA core 3, projections 13; GQA core 2, projections 5;
+ * norms 2 per layer, router 2, MLP 5, LM head 3, sampler 3, drafter
+ * stage 34.
+ *   MLA attention: 3 layers x 3 = 9 kernels x 3 us = 27 us
+ *   MLA dense: 3 x (13 + 2) + 2 x 2 + 1 x 5 = 54 kernels = 162 us
+ *   GQA attention: 3 x 2 = 6 kernels = 18 us
+ *   GQA dense: 3 x (5 + 2) + 4 + 5 = 30 kernels = 90 us
+ *   shared: 2 MoE layers x 5 = 10 kernels = 30 us
+ *   lm_head: 3 + 3 = 6 kernels = 18 us (no vocabulary: the kernels run)
+ *   routed: 2 x (20 + 1 x 8) = 56 us
+ *   drafter: 34 x 3 + (20 + 1 x 4) = 126 us
+ *   overhead 500 us
+ * MLA step (overlap none): 27 + 162 + 30 + 18 + 56 + 126 + 500 = 919 us;
+ * GQA: 18 + 90 + 30 + 18 + 56 + 126 + 500 = 838 us. two_batch runs every
+ * kernel once per micro-batch: each term's fixed part doubles (overhead
+ * once). A busiest factor of 2 does not scale the routed fixed part. */
+static void tiny(struct mp_model *m, enum mp_attention_kind kind)
+{
+	mp_model_init(m);
+	m->hidden_size = 64;
+	m->moe_layers = 2;
+	m->dense_layers = 1;
+	m->routed_experts = 8;
+	m->shared_experts = 1;
+	m->top_k = 2;
+	m->expert_intermediate_size = 32;
+	m->shared_expert_intermediate_size = 32;
+	m->matrices_per_expert = 3;
+	m->dense_weight_bytes = 1000;
+	m->attention.kind = kind;
+	m->attention.kv_layers = 3;
+	m->attention.heads = 2;
+	m->attention.kv_heads = 1;
+	m->attention.head_dim = 16;
+	m->attention.kv_lora_rank = 16;
+	m->attention.rope_dim = 8;
+	m->attention.kv_bytes_per_element = 2.0;
+	m->drafter.moe_stages = 1;
+	m->drafter.routed_experts = 4;
+	m->drafter.top_k = 1;
+	m->drafter.hidden_size = 64;
+	m->drafter.expert_intermediate_size = 32;
+	m->drafter.matrices_per_expert = 3;
+	m->drafter.routed_format = MP_FORMAT_BF16;
+}
+
+static void step__fixed_latencies_by_hand(void **state)
+{
+	(void)state;
+	struct mp_hardware hw;
+	mp_hardware_init(&hw);
+	hw.peak_flops[MP_COMPUTE_BF16] = 1e40;
+	hw.hbm_bw_bytes_per_s = 1e40;
+	hw.hbm_bytes = 1ull << 40;
+	struct mp_efficiency e = {
+		.hbm = 1.0,
+		.gemm = 1.0,
+		.attention = 1.0,
+		.scale_up = 1.0,
+		.scale_out = 1.0,
+		.exchange_latency_s = 28e-6,
+		.step_overhead_s = 500e-6,
+		.kernel_fixed_s = 3e-6,
+		.moe_fixed_s = 20e-6,
+		.moe_fixed_per_expert_s = 1e-6,
+	};
+	struct {
+		enum mp_attention_kind kind;
+		double attention, dense, step;
+	} cases[] = {
+		{MP_ATTENTION_MLA, 27e-6, 162e-6, 919e-6},
+		{MP_ATTENTION_GQA, 18e-6, 90e-6, 838e-6},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mp_model m;
+		tiny(&m, cases[i].kind);
+		struct mp_step_input in = decode_input(1, 8, 1, 16);
+		in.width.drafter_slots = 4;
+		in.efficiency = &e;
+		struct mp_step s;
+		assert_int_equal(mp_step_evaluate(&m, &hw, &in, &s), 0);
+		const double want[MP_TERM_COUNT] = {
+			[MP_TERM_ATTENTION] = cases[i].attention,
+			[MP_TERM_DENSE] = cases[i].dense,
+			[MP_TERM_SHARED] = 30e-6,
+			[MP_TERM_LM_HEAD] = 18e-6,
+			[MP_TERM_ROUTED] = 56e-6,
+			[MP_TERM_DRAFTER] = 126e-6,
+			[MP_TERM_OVERHEAD] = 500e-6,
+		};
+		for (int t = 0; t < MP_TERM_COUNT; t++) {
+			assert_near(s.terms[t].time_s, want[t], 1e-12);
+			assert_near(s.terms[t].fixed_s, want[t], 1e-12);
+			if (want[t] > 0.0) {
+				assert_int_equal(s.terms[t].bound, MP_BOUND_FIXED);
+			}
+		}
+		assert_near(s.step_time_s, cases[i].step, 1e-12);
+		/* two_batch: every term's kernels twice, the overhead once. */
+		in.overlap = MP_OVERLAP_TWO_BATCH;
+		assert_int_equal(mp_step_evaluate(&m, &hw, &in, &s), 0);
+		assert_near(s.terms[MP_TERM_ROUTED].fixed_s, 112e-6, 1e-12);
+		assert_near(s.terms[MP_TERM_ATTENTION].fixed_s, 2.0 * cases[i].attention, 1e-12);
+		assert_near(s.terms[MP_TERM_OVERHEAD].fixed_s, 500e-6, 1e-12);
+		/* The busiest GPU's load scales its priced work, not its kernels. */
+		in.overlap = MP_OVERLAP_NONE;
+		in.busiest_factor = 2.0;
+		assert_int_equal(mp_step_evaluate(&m, &hw, &in, &s), 0);
+		assert_near(s.terms[MP_TERM_ROUTED].time_s, 56e-6, 1e-12);
+		mp_model_finish(&m);
+	}
+	/* The defaults (model.h): 41.22 us / 16 kernels = 2.57625 us per
+	 * kernel; 22 us and 1.5 us per local expert per MoE block. */
+	struct mp_efficiency d;
+	mp_step_efficiency(&hw, &d);
+	assert_near(d.kernel_fixed_s, 2.57625e-6, 1e-18);
+	assert_near(d.moe_fixed_s, 22e-6, 1e-18);
+	assert_near(d.moe_fixed_per_expert_s, 1.5e-6, 1e-18);
+}
+
+/* The fixed times as a hardware file's `efficiency:` fields
+ * (tests/data/step/hw-fixed.yaml: 3 us, 20 us, 1 us), in the step's JSON
+ * efficiency block and each term's fixed_s; V3 decode at EP8 of 256
+ * slots (32 local), overlap none: routed fixed 58 x (20 + 1 x 32) us =
+ * 3.016 ms; attention 61 layers x 3 kernels x 3 us = 0.549 ms. The text
+ * output shows the fixed part of each term. (Range errors:
+ * tests/data/bad/hw-*-fixed-*.yaml, test-loader.) */
+static void step__fixed_fields_parse_and_print(void **state)
+{
+	(void)state;
+	struct mp_model m;
+	struct mp_hardware hw;
+	load("plans/models/deepseek-v3.yaml", "tests/data/step/hw-fixed.yaml", &m, &hw);
+	assert_near(hw.efficiency.kernel_fixed_s, 3e-6, 1e-18);
+	assert_near(hw.efficiency.moe_fixed_s, 20e-6, 1e-18);
+	assert_near(hw.efficiency.moe_fixed_per_expert_s, 1e-6, 1e-18);
+	mp_model_finish(&m);
+	mp_hardware_finish(&hw);
+	const char *model = src_path("plans/models/deepseek-v3.yaml");
+	const char *hwy = src_path("tests/data/step/hw-fixed.yaml");
+	struct cli_result r = cli_run("step", "-m", model, "-H", hwy, "--ep", "8", "--slots", "256",
+				      "--drafter-slots", "256", "-r", "4", "-c", "1024", "--format",
+				      "json", NULL);
+	assert_int_equal(r.status, 0);
+	assert_near(json_number(r.out, "kernel_fixed_s"), 3e-6, 1e-15);
+	assert_near(json_number(r.out, "moe_fixed_s"), 20e-6, 1e-15);
+	assert_near(json_number(r.out, "moe_fixed_per_expert_s"), 1e-6, 1e-15);
+	const char *routed = strstr(r.out, "\"name\": \"routed\"");
+	const char *attention = strstr(r.out, "\"name\": \"attention\"");
+	assert_non_null(routed);
+	assert_non_null(attention);
+	assert_near(json_number(routed, "fixed_s"), 3.016e-3, 1e-12);
+	assert_near(json_number(attention, "fixed_s"), 0.549e-3, 1e-12);
+	cli_result_free(&r);
+	r = cli_run("step", "-m", model, "-H", hwy, "--ep", "8", "--slots", "256", "--drafter-slots",
+		    "256", "-r", "4", "-c", "1024", NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "fixed"));
+	const char *row = strstr(r.out, "\n  routed ");
+	assert_non_null(row);
+	const char *eol = strchr(row + 1, '\n');
+	assert_non_null(eol);
+	char line[256];
+	snprintf(line, sizeof(line), "%.*s", (int)(eol - row - 1), row + 1);
+	if (!strstr(line, " 3.016 ms ")) {
+		fail_msg("routed row lacks its fixed part 3.016 ms: '%s'", line);
+	}
+	cli_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -854,6 +1045,8 @@ int main(void)
 		cmocka_unit_test(step__predicted_width_that_does_not_fit),
 		cmocka_unit_test(step__plan_accepts_deepseek_h800),
 		cmocka_unit_test(step__text_shares_and_attention_layout),
+		cmocka_unit_test(step__fixed_latencies_by_hand),
+		cmocka_unit_test(step__fixed_fields_parse_and_print),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

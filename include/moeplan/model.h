@@ -129,10 +129,34 @@ struct mp_model {
  *  exchange_latency 28 us  per dispatch or combine kernel, with the two
  *                      link factors above: DeepEP low-latency table (EP8..256)
  *                      reproduced within 8% (tests/test-step.c).
- *  step_overhead 0.5 ms  scheduling, sampling and launches per step; order
- *                      of magnitude only ("a few hundred microseconds" floor
- *                      of a CUDA-graph decode step); calibrate it
- *                      (mp_step_calibrate) from one measurement. */
+ *  step_overhead 0.5 ms  host-side time per step: scheduling and the CUDA
+ *                      graph's replay and synchronisation, no GPU kernel's own
+ *                      time (each kernel's launch, ramp and tail inside the
+ *                      graph, and the sampler's kernels, are kernel_fixed in
+ *                      their terms since issue 23 item 2); order of magnitude
+ *                      only ("a few hundred microseconds" floor of a
+ *                      CUDA-graph decode step); calibrate it
+ *                      (mp_step_calibrate) from one measurement.
+ *  kernel_fixed 2.58 us  per kernel (launch, ramp and tail under CUDA graphs),
+ *                      times the kernel counts of step.h (MP_KERNELS_*): the
+ *                      floor of aiconfigurator's measured SGLang MLA decode
+ *                      module (ai-dynamo/aiconfigurator@095f58a5, .../h100_sxm/
+ *                      mla/sglang/0.5.10/wideep_generation_mla_perf.parquet),
+ *                      measured minus this model at the default factors, the
+ *                      smallest at batch <= 8, context <= 64 on H100: 103.5 -
+ *                      62.08 = 41.42 us; the smallest, batch 1 context 4 and 16,
+ *                      41.22 us (median 43.8; H200 median 51.4),
+ *                      over the module's 16 kernels (MP_KERNELS_ATTENTION_CORE
+ *                      + MP_KERNELS_ATTENTION_PROJ): 41.22 / 16 = 2.576 us.
+ *  moe_fixed 22 us     per MoE block priced without the moe_block table (its
+ *                      rows hold it as measured): the same commit's
+ *                      wideep_generation_moe_perf.parquet (SGLang DeepEPMoE.
+ *                      run_moe_core: two DeepGEMM masked grouped GEMMs and the
+ *                      activation, CUDA graph), measured = this model + 22 us
+ *  moe_fixed_per_expert 1.5 us  + 1.5 us per local expert (slot), median
+ *                      |residual| over the generation rows 2.5% (H100),
+ *                      4.8% (H200), 5.8% (B200), against 33-54% without it.
+ * None is derived from a deployment moeplan then predicts. */
 struct mp_efficiency {
 	double hbm;
 	double gemm;
@@ -141,6 +165,9 @@ struct mp_efficiency {
 	double scale_out;
 	double exchange_latency_s;
 	double step_overhead_s;
+	double kernel_fixed_s;           /**< seconds per kernel (see above) */
+	double moe_fixed_s;              /**< seconds per MoE block */
+	double moe_fixed_per_expert_s;   /**< seconds per local expert per MoE block */
 };
 
 /** Dense peaks and memory of one GPU, and its place in the cluster. */

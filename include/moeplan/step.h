@@ -57,7 +57,23 @@
  *              fan-out only (it crosses the network once per node).
  *  tp_allreduce  tp:N attention: 2 all-reduces per layer of T_group d 2
  *              bytes, ring: 2 (N - 1) / N of it per GPU on the scale-up link.
- *  overhead    a fixed per-step time (scheduling, sampling, launches).
+ *  overhead    a fixed per-step host time (scheduling, graph replay).
+ *
+ * Fixed parts (issue 23 item 2): each compute term adds, per micro-batch,
+ * its kernels' count (MP_KERNELS_* below) x kernel_fixed, the launch, ramp
+ * and tail of a kernel under CUDA graphs: attention the attention core per
+ * hidden layer; dense the attention projections and the two norms per
+ * hidden layer, the router per MoE layer and an MLP per dense layer;
+ * shared an MLP per MoE layer; lm_head the embedding, final norm, LM head
+ * GEMM and the sampler; drafter its stage kernels per stage. routed (and
+ * the drafter's experts) add moe_fixed + moe_fixed_per_expert x local
+ * slots per MoE layer, except where the moe_block table priced them (its
+ * rows are measured end to end and hold the fixed part). The fixed part
+ * adds to the roofline (priced + fixed: aiconfigurator's MoE fit is
+ * additive, and the MLA floor is measured minus the roofline) and is not
+ * scaled by busiest_factor. mp_step_term.fixed_s holds it (a part of
+ * time_s); a term whose fixed part exceeds its priced part is bound
+ * "fixed".
  *
  * Each compute term takes max(bytes / (e_hbm B_hbm), FLOP / (e P)) (the
  * roofline; e = gemm_efficiency, attention_efficiency for attention).
@@ -164,6 +180,48 @@ MP_EXPORT int mp_step_kernel_parse(const char *name, enum mp_step_kernel *out);
 #define MP_STEP_DEFAULT_SCALE_OUT_EFFICIENCY 0.88
 #define MP_STEP_DEFAULT_EXCHANGE_LATENCY_S 28e-6
 #define MP_STEP_DEFAULT_STEP_OVERHEAD_S 0.5e-3
+/* kernel_fixed, moe_fixed, moe_fixed_per_expert: sources in model.h. */
+#define MP_STEP_DEFAULT_KERNEL_FIXED_S (41.22e-6 / 16.0)
+#define MP_STEP_DEFAULT_MOE_FIXED_S 22e-6
+#define MP_STEP_DEFAULT_MOE_FIXED_PER_EXPERT_S 1.5e-6
+
+/* Kernels per block in a CUDA-graph decode forward, counted from SGLang's
+ * DeepSeek-V2/V3 model (sgl-project/sglang 60d36e7be, public mirror
+ * fzyzcjy/sglang, python/sglang/srt/models/deepseek_v2.py; FP8 block
+ * weights: every FP8 linear is an activation quantisation kernel plus a
+ * GEMM, Fp8LinearMethod). MLA, DeepseekV2AttentionMLA.forward_absorb_prepare
+ * and forward_absorb_core:
+ *   core: the KV-cache write, FlashMLA's split-KV kernel and its combine = 3;
+ *   projections: fused_qkv_a_proj_with_mqa (quant + GEMM), q_a_layernorm,
+ *     kv_a_layernorm, q_b_proj (quant + GEMM), the w_kc bmm (quant + bmm),
+ *     rotary_emb, the w_vc bmm (quant + bmm), o_proj (quant + GEMM) = 13.
+ * GQA, python/sglang/srt/models/llama.py LlamaAttention.forward, same
+ * commit: core the KV write and the attention kernel = 2; projections
+ * qkv_proj (quant + GEMM), rotary_emb, o_proj (quant + GEMM) = 5.
+ * DeepseekV2DecoderLayer: input_layernorm and post_attention_layernorm
+ * (fused add + RMSNorm) = 2 per layer. MoEGate.forward (the router GEMM,
+ * dsv3_router_gemm) and select_experts (fused biased grouped top-k) = 2 per
+ * MoE layer. DeepseekV2MLP.forward (shared expert, dense FFN layer):
+ * gate_up_proj (quant + GEMM), SiluAndMul, down_proj (quant + GEMM) = 5.
+ * Outside the layers, DeepseekV2Model and the logits processor: embed_tokens,
+ * the final norm, the LM head GEMM = 3; python/sglang/srt/layers/sampler.py
+ * Sampler.forward (not greedy): the temperature division, softmax and
+ * top_k_top_p_sampling_from_probs = 3. A drafter stage,
+ * python/sglang/srt/models/deepseek_nextn.py DeepseekModelNextN.forward:
+ * embed_tokens, enorm, hnorm, cat, eh_proj = 5, one decoder layer (norms 2,
+ * MLA module 16, router 2, shared MLP 5), shared_head.norm and the LM head
+ * = 2, the draft's top-k (softmax, top-k) = 2: 34, its experts priced as a
+ * MoE block. */
+#define MP_KERNELS_ATTENTION_CORE 3
+#define MP_KERNELS_ATTENTION_PROJ 13
+#define MP_KERNELS_GQA_CORE 2
+#define MP_KERNELS_GQA_PROJ 5
+#define MP_KERNELS_NORMS_PER_LAYER 2
+#define MP_KERNELS_ROUTER 2
+#define MP_KERNELS_MLP 5
+#define MP_KERNELS_LM_HEAD 3
+#define MP_KERNELS_SAMPLER 3
+#define MP_KERNELS_DRAFTER_STAGE 34
 
 /** The hardware's factors (hw->efficiency, model.h, which documents each
  * default and its source), each 0 replaced by its default. */
@@ -205,7 +263,9 @@ struct mp_step_input {
 MP_EXPORT void mp_step_input_init(struct mp_step_input *in);
 
 struct mp_step_term {
-	double time_s;
+	double time_s;       /**< priced + fixed */
+	double fixed_s;      /**< the fixed part of time_s (kernel counts x kernel_fixed,
+				  moe_fixed; see above) */
 	double bytes;        /**< HBM bytes (compute terms) or link bytes (exchange) */
 	double flops;
 	enum mp_step_bound bound;
@@ -294,7 +354,7 @@ MP_EXPORT int mp_step_calibrate(const struct mp_model *model, const struct mp_ha
  * requests, tokens_per_s_per_gpu, tokens_per_s_per_user, tpot_s (decode),
  * ttft_s (prefill), compute_s, exchange_s, exposed_exchange_s,
  * tokens_per_expert, routed_touched_slots, routed_slots_per_gpu, terms (a
- * list of {name, time_s, bytes, flops, bound}), efficiency (the factors
+ * list of {name, time_s, fixed_s, bytes, flops, bound}), efficiency (the factors
  * used), hbm_free_bytes (null when hbm is NULL) and max_requests (null
  * when has_max is false). With a kernel table (s->kernel_table) each term
  * also has pricing: "table", "table_clamped" or "factors". Returns a new map, or NULL on allocation

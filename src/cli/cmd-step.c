@@ -272,7 +272,8 @@ static void print_terms(FILE *f, const struct mp_step *s)
 	} else {
 		fprintf(f, "  (share: of the step, the sum of terms)\n");
 	}
-	fprintf(f, "  %-13s %10s %7s %12s %12s  %s\n", "term", "time", "share", "bytes", "FLOP", "bound");
+	fprintf(f, "  %-13s %10s %7s %10s %12s %12s  %s\n", "term", "time", "share", "fixed", "bytes",
+		"FLOP", "bound");
 	for (int i = 0; i < MP_TERM_COUNT; i++) {
 		const struct mp_step_term *t = &s->terms[i];
 		char b[32], fl[32];
@@ -282,9 +283,10 @@ static void print_terms(FILE *f, const struct mp_step *s)
 				      : !s->from_table[i]	  ? " [factors]"
 				      : s->table_clamped[i] ? " [table, clamped]"
 							    : " [table]";
-		fprintf(f, "  %-13s %8.3f ms %6.1f%% %12s %12s  %s%s%s\n",
+		fprintf(f, "  %-13s %8.3f ms %6.1f%% %7.3f ms %12s %12s  %s%s%s\n",
 			mp_step_term_name((enum mp_step_term_id)i), t->time_s * 1e3,
-			sum > 0.0 ? 100.0 * t->time_s / sum : 0.0, b, fl, mp_step_bound_name(t->bound),
+			sum > 0.0 ? 100.0 * t->time_s / sum : 0.0, t->fixed_s * 1e3, b, fl,
+			mp_step_bound_name(t->bound),
 			term_hidden(s, i) ? " *" : "", pricing);
 	}
 }

@@ -996,7 +996,7 @@ static const char *const hardware_keys[] = {
 
 static const char *const efficiency_keys[] = {
 	"hbm", "gemm", "attention", "scale_up", "scale_out", "exchange_latency", "step_overhead",
-	NULL,
+	"kernel_fixed", "moe_fixed", "moe_fixed_per_expert", NULL,
 };
 
 /* The achieved fractions and fixed times of step.h (model.h documents
@@ -1018,6 +1018,13 @@ static void parse_efficiency(struct ld *ld, const yaml_node_t *node, const char 
 		    0.0, true, 1.0, &e.exchange_latency_s);
 	ld_get_real(ld, ld_get(ld, node, "step_overhead"), FIELD("step_overhead"), "seconds", 0.0,
 		    true, 10.0, &e.step_overhead_s);
+	/* fixed kernel times (issue 23 item 2): (0, 1 s] */
+	ld_get_real(ld, ld_get(ld, node, "kernel_fixed"), FIELD("kernel_fixed"), "seconds", 0.0,
+		    true, 1.0, &e.kernel_fixed_s);
+	ld_get_real(ld, ld_get(ld, node, "moe_fixed"), FIELD("moe_fixed"), "seconds", 0.0, true, 1.0,
+		    &e.moe_fixed_s);
+	ld_get_real(ld, ld_get(ld, node, "moe_fixed_per_expert"), FIELD("moe_fixed_per_expert"),
+		    "seconds", 0.0, true, 1.0, &e.moe_fixed_per_expert_s);
 	*out = e;
 }
 

@@ -36,6 +36,7 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 		struct mp_doc *e = mp_doc_map();
 		mp_doc_put_string(e, "name", mp_step_term_name((enum mp_step_term_id)i));
 		mp_doc_put_real(e, "time_s", t->time_s);
+		mp_doc_put_real(e, "fixed_s", t->fixed_s);
 		mp_doc_put_real(e, "bytes", t->bytes);
 		mp_doc_put_real(e, "flops", t->flops);
 		mp_doc_put_string(e, "bound", mp_step_bound_name(t->bound));
@@ -55,6 +56,9 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 	mp_doc_put_real(eff, "scale_out", s->efficiency.scale_out);
 	mp_doc_put_real(eff, "exchange_latency_s", s->efficiency.exchange_latency_s);
 	mp_doc_put_real(eff, "step_overhead_s", s->efficiency.step_overhead_s);
+	mp_doc_put_real(eff, "kernel_fixed_s", s->efficiency.kernel_fixed_s);
+	mp_doc_put_real(eff, "moe_fixed_s", s->efficiency.moe_fixed_s);
+	mp_doc_put_real(eff, "moe_fixed_per_expert_s", s->efficiency.moe_fixed_per_expert_s);
 	mp_doc_put(d, "efficiency", eff);
 	if (hbm) {
 		mp_doc_put_int(d, "hbm_free_bytes", hbm->free_bytes);

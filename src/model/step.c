@@ -115,6 +115,10 @@ void mp_step_efficiency(const struct mp_hardware *hw, struct mp_efficiency *out)
 		.exchange_latency_s = or_default(e->exchange_latency_s,
 						 MP_STEP_DEFAULT_EXCHANGE_LATENCY_S),
 		.step_overhead_s = or_default(e->step_overhead_s, MP_STEP_DEFAULT_STEP_OVERHEAD_S),
+		.kernel_fixed_s = or_default(e->kernel_fixed_s, MP_STEP_DEFAULT_KERNEL_FIXED_S),
+		.moe_fixed_s = or_default(e->moe_fixed_s, MP_STEP_DEFAULT_MOE_FIXED_S),
+		.moe_fixed_per_expert_s = or_default(e->moe_fixed_per_expert_s,
+						     MP_STEP_DEFAULT_MOE_FIXED_PER_EXPERT_S),
 	};
 }
 
@@ -272,6 +276,49 @@ static struct mp_step_term roof(double bytes, double flops, double bw, double pe
 	return t;
 }
 
+/* Add a fixed part (step.h, "Fixed parts") to a priced term; the term is
+ * bound "fixed" when its fixed part exceeds its priced part. */
+static struct mp_step_term add_fixed(struct mp_step_term t, double fixed)
+{
+	if (!(fixed > 0.0)) {
+		return t;
+	}
+	t.fixed_s += fixed;
+	t.time_s += fixed;
+	if (t.fixed_s > t.time_s - t.fixed_s) {
+		t.bound = MP_BOUND_FIXED;
+	}
+	return t;
+}
+
+/* `kernels` kernels' fixed time. */
+static double kernels_s(const struct ctx *c, double kernels)
+{
+	return kernels * c->eff.kernel_fixed_s;
+}
+
+static double hidden_layers(const struct mp_model *m)
+{
+	return (double)m->moe_layers + (double)m->dense_layers;
+}
+
+/* The attention module's kernels (step.h, MP_KERNELS_*): core or
+ * projections. */
+static double attention_kernels(const struct mp_model *m, bool core)
+{
+	bool mla = m->attention.kind == MP_ATTENTION_MLA;
+	if (core) {
+		return mla ? MP_KERNELS_ATTENTION_CORE : MP_KERNELS_GQA_CORE;
+	}
+	return mla ? MP_KERNELS_ATTENTION_PROJ : MP_KERNELS_GQA_PROJ;
+}
+
+/* One MoE block's fixed time at `slots_per_gpu` local experts. */
+static double moe_fixed(const struct ctx *c, double slots_per_gpu)
+{
+	return c->eff.moe_fixed_s + c->eff.moe_fixed_per_expert_s * slots_per_gpu;
+}
+
 /* A term priced from the table: the roofline at the datasheet peaks
  * divided by the measured efficiency e. */
 static struct mp_step_term roof_table(const struct ctx *c, double bytes, double flops, double e)
@@ -349,7 +396,8 @@ static struct mp_step_term attention_term(const struct ctx *c, double share)
 		}
 		flops = tokens * fpp * layer_context(&m->attention, mean_ctx);
 	}
-	return roof(bytes, flops, c->bw, c->attn_peak);
+	return add_fixed(roof(bytes, flops, c->bw, c->attn_peak),
+			 kernels_s(c, hidden_layers(m) * attention_kernels(m, true)));
 }
 
 /* ------------------------------------------------------ replicated weights */
@@ -381,11 +429,15 @@ static struct mp_step_term dense_term(const struct ctx *c, double share)
 	double bytes = dense_bytes(m);
 	double params = bytes / (mp_format_bits(m->shared_format, m->int4_group_size) / 8.0);
 	double t = tokens_per_gpu(c, share);
+	/* attention projections and norms per layer, router per MoE layer,
+	 * an MLP per dense layer */
+	double kernels = hidden_layers(m) * (attention_kernels(m, false) + MP_KERNELS_NORMS_PER_LAYER) +
+			 (double)m->moe_layers * MP_KERNELS_ROUTER +
+			 (double)m->dense_layers * MP_KERNELS_MLP;
 	double e = table_eff(c, MP_KERNEL_GEMM_DENSE, t, (double)m->hidden_size, MP_TERM_DENSE);
-	if (e > 0.0) {
-		return roof_table(c, bytes / c->tp, 2.0 * params * t, e);
-	}
-	return roof(bytes / c->tp, 2.0 * params * t, c->bw, c->gemm_peak);
+	struct mp_step_term r = e > 0.0 ? roof_table(c, bytes / c->tp, 2.0 * params * t, e)
+					: roof(bytes / c->tp, 2.0 * params * t, c->bw, c->gemm_peak);
+	return add_fixed(r, kernels_s(c, kernels));
 }
 
 static struct mp_step_term shared_term(const struct ctx *c, double share)
@@ -396,10 +448,12 @@ static struct mp_step_term shared_term(const struct ctx *c, double share)
 	double n = (double)m->moe_layers * (double)m->shared_experts;
 	double t = tokens_per_gpu(c, share);
 	double te = table_eff(c, MP_KERNEL_GEMM_DENSE, t, (double)m->hidden_size, MP_TERM_SHARED);
-	if (te > 0.0) {
-		return roof_table(c, n * e.weight_bytes / c->tp, n * t * e.flops_per_token, te);
-	}
-	return roof(n * e.weight_bytes / c->tp, n * t * e.flops_per_token, c->bw, c->gemm_peak);
+	struct mp_step_term r =
+		te > 0.0 ? roof_table(c, n * e.weight_bytes / c->tp, n * t * e.flops_per_token, te)
+			 : roof(n * e.weight_bytes / c->tp, n * t * e.flops_per_token, c->bw, c->gemm_peak);
+	/* one MLP per MoE layer (several shared experts run as one wider MLP) */
+	double layers = m->shared_experts ? (double)m->moe_layers : 0.0;
+	return add_fixed(r, kernels_s(c, layers * MP_KERNELS_MLP));
 }
 
 static double logit_tokens(const struct ctx *c, double share)
@@ -421,7 +475,7 @@ static struct mp_step_term lm_head_term(const struct ctx *c, double share)
  * top-k, `slots` physical slots over ep GPUs, T tokens per GPU. */
 static struct mp_step_term routed_part(const struct ctx *c, const struct mp_expert_cost *e,
 				       uint32_t layers, uint32_t top_k, uint32_t slots, double t,
-				       double *touched_out, enum mp_step_term_id term)
+				       double *touched_out, enum mp_step_term_id term, double *fixed_out)
 {
 	double sg = (double)slots / c->ep;
 	double k = (double)top_k;
@@ -435,6 +489,8 @@ static struct mp_step_term routed_part(const struct ctx *c, const struct mp_expe
 	double abytes = t * k * e->act_bytes_per_visit;
 	double flops = t * k * e->flops_per_token;
 	double te = table_eff(c, MP_KERNEL_MOE_BLOCK, sg, t, term);
+	/* the moe_block rows are measured end to end: they hold the fixed part */
+	*fixed_out = te > 0.0 ? 0.0 : (double)layers * moe_fixed(c, sg);
 	if (!(te > 0.0)) {
 		te = table_eff(c, MP_KERNEL_GEMM_MASKED, t * k / sg, (double)c->m->hidden_size, term);
 	}
@@ -451,11 +507,12 @@ static struct mp_step_term routed_term(const struct ctx *c, double share, double
 	const struct mp_model *m = c->m;
 	struct mp_expert_cost e;
 	mp_roofline_expert(m, &e);
+	double fixed = 0.0;
 	struct mp_step_term r = routed_part(c, &e, m->moe_layers, m->top_k, c->in->width.slots,
-					    tokens_per_gpu(c, share), touched, MP_TERM_ROUTED);
+					    tokens_per_gpu(c, share), touched, MP_TERM_ROUTED, &fixed);
 	double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
 	r.time_s *= f;
-	return r;
+	return add_fixed(r, fixed);
 }
 
 static bool has_drafter_experts(const struct mp_model *m)
@@ -472,11 +529,14 @@ static struct mp_step_term drafter_term(const struct ctx *c, double share)
 		return sum;
 	}
 	double t = tokens_per_gpu(c, share);
+	double fixed = kernels_s(c, (double)d->moe_stages * MP_KERNELS_DRAFTER_STAGE);
 	if (has_drafter_experts(m)) {
 		struct mp_expert_cost e;
 		mp_roofline_drafter_expert(m, &e);
+		double moe = 0.0;
 		sum = routed_part(c, &e, d->moe_stages, d->top_k, c->in->width.drafter_slots, t, NULL,
-				  MP_TERM_DRAFTER);
+				  MP_TERM_DRAFTER, &moe);
+		fixed += moe;
 		double f = c->in->busiest_factor > 1.0 ? c->in->busiest_factor : 1.0;
 		sum.time_s *= f;
 	}
@@ -500,7 +560,7 @@ static struct mp_step_term drafter_term(const struct ctx *c, double share)
 	sum.flops += o.flops + stages * h.flops;
 	sum.time_s = time;
 	sum.bound = sum.bytes / c->bw >= sum.flops / c->gemm_peak ? MP_BOUND_MEMORY : MP_BOUND_COMPUTE;
-	return sum;
+	return add_fixed(sum, fixed);
 }
 
 /* ------------------------------------------------------------ exchange */
@@ -593,6 +653,7 @@ static struct mp_step_term exchange_term(const struct ctx *c, double share, bool
 		t_up += n * tu;
 		t_lat += n * c->eff.exchange_latency_s;
 	}
+	r.fixed_s = t_lat;
 	if (r.time_s > 0.0) {
 		r.bound = t_lat >= fmax(t_out, t_up) ? MP_BOUND_LATENCY
 			  : t_out >= t_up             ? MP_BOUND_SCALE_OUT
@@ -616,6 +677,7 @@ static struct mp_step_term allreduce_term(const struct ctx *c, double share)
 	double lat = 2.0 * layers * c->eff.exchange_latency_s;
 	double tx = r.bytes / up_bw;
 	r.time_s = lat + tx;
+	r.fixed_s = lat;
 	r.bound = lat >= tx ? MP_BOUND_LATENCY : MP_BOUND_SCALE_UP;
 	return r;
 }
@@ -627,7 +689,9 @@ static void all_terms(const struct ctx *c, double share, struct mp_step_term *te
 	terms[MP_TERM_ATTENTION] = attention_term(c, share);
 	terms[MP_TERM_DENSE] = dense_term(c, share);
 	terms[MP_TERM_SHARED] = shared_term(c, share);
-	terms[MP_TERM_LM_HEAD] = c->m->vocab_size ? lm_head_term(c, share) : (struct mp_step_term){0};
+	terms[MP_TERM_LM_HEAD] =
+		add_fixed(c->m->vocab_size ? lm_head_term(c, share) : (struct mp_step_term){0},
+			  kernels_s(c, MP_KERNELS_LM_HEAD + MP_KERNELS_SAMPLER));
 	terms[MP_TERM_ROUTED] = routed_term(c, share, touched);
 	terms[MP_TERM_DRAFTER] = drafter_term(c, share);
 	terms[MP_TERM_DISPATCH] = exchange_term(c, share, true);
@@ -635,6 +699,7 @@ static void all_terms(const struct ctx *c, double share, struct mp_step_term *te
 	terms[MP_TERM_TP_ALLREDUCE] = allreduce_term(c, share);
 	terms[MP_TERM_OVERHEAD] = (struct mp_step_term){
 		.time_s = c->eff.step_overhead_s,
+		.fixed_s = c->eff.step_overhead_s,
 		.bound = c->eff.step_overhead_s > 0.0 ? MP_BOUND_FIXED : MP_BOUND_NONE,
 	};
 }
@@ -723,6 +788,7 @@ int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 		if (two) {
 			/* Report what the step executes: both micro-batches. */
 			s.terms[i].time_s *= 2.0;
+			s.terms[i].fixed_s *= 2.0;
 			s.terms[i].bytes *= 2.0;
 			s.terms[i].flops *= 2.0;
 		}
