@@ -97,9 +97,10 @@ MP_EXPORT int mp_history_loads(const struct mp_history *h, const struct mp_objec
  * the windows' rows w[t] (t < n_windows, each n_experts loads) without
  * raising any other window's busiest GPU to it, at most max_swaps swaps
  * (counted work). *worst: the final max over windows of busiest / mean
- * load (1 = balanced; windows whose loads are all 0 skipped); *bound: max
- * over windows of mp_place_lower_bound / mean, a lower bound on *worst for
- * every plan (each window's busiest GPU is at least its own bound).
+ * load (1 = balanced; windows whose loads are all 0 skipped); *bound: the
+ * largest of 1 and, over windows, mp_place_lower_bound / mean, a lower
+ * bound on *worst for every plan (each window's busiest GPU is at least its
+ * own bound and its mean); 0 when every window is idle.
  * Returns 0, MP_EINVAL (ids out of range) or MP_ENOMEM. */
 MP_EXPORT int mp_place_worst_layer(const double *const *w, uint32_t n_windows, uint32_t n_experts,
 				   uint32_t gpus, uint32_t slots_per_gpu, uint64_t max_swaps,

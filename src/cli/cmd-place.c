@@ -132,9 +132,9 @@ static int check_args(int argc, char **argv, struct place_args *a)
 	a->n_paths = (uint32_t)(argc - optind);
 	if (a->history.obj.kind == MP_OBJECTIVE_WORST &&
 	    (a->opts.gpus_per_node != 0 || a->engine.d.rule != MP_DISPATCH_EVEN)) {
-		return cli_usage("place", "--objective worst plans the even split without nodes: it "
-				 "excludes --gpus-per-node and --engine %s",
-				 mp_dispatch_rule_name(a->engine.d.rule));
+		return cli_usage("place", "--objective worst plans the even split without nodes: %s",
+				 a->opts.gpus_per_node != 0 ? "it excludes --gpus-per-node"
+							    : "it needs --engine even");
 	}
 	if (!a->have_gpus || !a->have_slots) {
 		return cli_usage("place", "--gpus G and --slots N are required");

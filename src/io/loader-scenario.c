@@ -97,7 +97,7 @@ static void parse_objective(struct ld *ld, const yaml_node_t *value, const char 
 		o->kind = (enum mp_objective)kind;
 	}
 	ld_get_real(ld, ld_get(ld, value, "half_life"), ld_field(field, sizeof(field), sub, "half_life"),
-		    "windows", 0.0, true, MP_MAX_WINDOWS, &o->half_life);
+		    NULL, 0.0, true, MP_MAX_WINDOWS, &o->half_life); /* windows: a plain number */
 	ld_get_real(ld, ld_get(ld, value, "spread_k"), ld_field(field, sizeof(field), sub, "spread_k"),
 		    NULL, 0.0, false, 100.0, &o->k);
 }

@@ -172,11 +172,15 @@ int mp_place_worst_layer(const double *const *w, uint32_t n_windows, uint32_t n_
 		}
 		*worst = cur;
 		double b = 0.0;
+		bool busy = false;
 		for (uint32_t t = 0; t < s.T; t++) {
 			const double lb = mp_place_lower_bound(w[t], n_experts, gpus, slots_per_gpu);
 			b = fmax(b, lb * s.inv_mean[t]);
+			busy = busy || s.inv_mean[t] > 0.0;
 		}
-		*bound = b;
+		/* no window's busiest GPU is below its mean: 1 bounds the ratio too
+		 * (and removes the rounding of lb / mean just below it) */
+		*bound = busy ? fmax(b, 1.0) : 0.0;
 	}
 	free(s.repl);
 	free(s.inv_mean);
