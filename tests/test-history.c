@@ -458,6 +458,27 @@ static void history__scenario_series(void **state)
 	assert_non_null(strstr(o->source, "objective mean over 2 windows"));
 	mp_scenario_finish(&sc);
 	mp_diags_finish(&d);
+	/* recency with half_life 3 (a plain number of windows): weights 2^(-1/3) and 1, so
+	 * expert l of layer l gets (2^(-1/3) x 16 + 1) / (2^(-1/3) + 1) */
+	char *rec = strstr(fixed, "objective: mean}");
+	assert_non_null(rec);
+	char yaml2[8192];
+	snprintf(yaml2, sizeof(yaml2), "%.*sobjective: recency, half_life: 3}%s", (int)(rec - fixed), fixed,
+		 rec + strlen("objective: mean}"));
+	const char *yp2 = write_tmp("sc2.yaml", yaml2);
+	mp_scenario_init(&sc);
+	mp_diags_init(&d);
+	rc = mp_load_scenario(yp2, &sc, &d);
+	for (size_t i = 0; i < d.count; i++) {
+		mp_diag_print(&d.items[i], stderr);
+	}
+	assert_int_equal(rc, 0);
+	const double a3 = exp2(-1.0 / 3.0);
+	assert_near(mp_loads_row(&sc.traffic.observed, 2)[2], (a3 * 16 + 1) / (a3 + 1), 1e-12);
+	assert_near(mp_loads_row(&sc.traffic.observed, 2)[6], (a3 * 1 + 16) / (a3 + 1), 1e-12);
+	mp_scenario_finish(&sc);
+	mp_diags_finish(&d);
+	unlink(yp2);
 	unlink(sp), unlink(yp);
 }
 
