@@ -259,6 +259,14 @@ static void engine__scenario_and_search(void **state)
 	assert_non_null(strstr(e.err, "decode: no EP width fits")); /* it fails later, for its int8 peak */
 	assert_null(strstr(e.err, "not a mode engine"));
 	cli_result_free(&e);
+	/* SGLang's own default with DP attention at EP32 leaves no room: said as such */
+	const char *aut = write_tmp("auto.yaml", "name: sg-auto\nmemory: {mem_fraction_static: auto, "
+				    "dp_attention: true}\n");
+	e = cli_run("plan", src_path("plans/deepseek-v3-h800.yaml"), "--engine", aut, NULL);
+	assert_int_equal(e.status, 1);
+	assert_non_null(strstr(e.err, "EP32: does not fit: SGLang's default --mem-fraction-static at EP32 is -"));
+	cli_result_free(&e);
+	unlink(aut);
 	/* plan: a profile that runs no two_batch, on a scenario whose phases use it */
 	const char *prof = write_tmp("nobatch.yaml", "name: plain\noverlaps: [none]\n");
 	r = cli_run("plan", src_path("plans/deepseek-v3-h800.yaml"), "--engine", prof, NULL);

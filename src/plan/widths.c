@@ -550,6 +550,14 @@ static void judge_rules(const struct mp_model *model, const struct mp_phase_spec
 		say(c, MP_WIDTH_NO_SLOTS, "%s", c->not_evaluated);
 	} else if (!c->evaluated) {
 		say(c, MP_WIDTH_NO_SLOTS, "the slot rule gives no valid slot count at EP%u", ep);
+	} else if (!c->hbm.fits && c->hbm.memory == MP_MEMORY_SGLANG_AUTO && c->hbm.memory_fraction < 0.5) {
+		/* the engine's own default leaves the rest, not the plan, too big */
+		say(c, MP_WIDTH_NO_FIT, "does not fit: SGLang's default --mem-fraction-static at EP%u "
+		    "is %.3f%s (_handle_gpu_memory_settings), a %.1f GB rest; give the engine profile's "
+		    "memory.mem_fraction_static a number (wider EP does not help: the default's DP "
+		    "attention term grows with it)", ep, c->hbm.memory_fraction,
+		    c->hbm.memory_fraction <= 0.0 ? ", no room at all" : "",
+		    (double)c->hbm.reserve_bytes * gb);
 	} else if (!c->hbm.fits) {
 		char what_fits[192], largest[64];
 		no_fit_remedy(model, phase, kind, cap_opts, c, what_fits, sizeof(what_fits));
