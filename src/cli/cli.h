@@ -421,6 +421,7 @@ int cli_place_skip_dense(const char *loads_path, struct mp_loads *loads, struct 
 struct cli_history {
 	struct mp_objective_options obj;
 	bool have_objective;     /**< --objective, --half-life or --spread-k given */
+	bool have_half_life, have_spread_k;
 	uint32_t first, last;    /**< --windows FIRST:LAST, 1-based, inclusive; 0 = all */
 	struct mp_history all;   /**< every window read (owned) */
 	struct mp_history view;  /**< windows first..last of all (not owned) */
@@ -452,6 +453,10 @@ int cli_history_worst(const struct cli_history *h, const struct mp_loads *plan,
  * the last two out. */
 void cli_history_doc(const struct cli_history *h, double worst, double bound, struct mp_doc *doc);
 void cli_history_finish(struct cli_history *h);
+/** Warnings (stderr, not with -q) for options that change nothing:
+ * --half-life without --objective recency, --spread-k without spread, an
+ * objective for loads that are one window (history false). */
+void cli_history_warn(const char *cmd, const struct cli_history *h, bool history);
 
 /* --engine and its companions on place, check, replan and simulate
  * (engine-opt.c, issue 24): the dispatch rule a map is scored or placed

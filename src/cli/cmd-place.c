@@ -381,6 +381,7 @@ int cmd_place(int argc, char **argv)
 			goto out;
 		}
 	}
+	cli_history_warn("place", &a.history, history);
 	rc = history ? cli_history_load(&a.history, a.paths, a.n_paths, &loads, &diags)
 		     : mp_load_loads(a.loads, &loads, &diags);
 	if (rc != 0) {

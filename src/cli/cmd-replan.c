@@ -462,6 +462,7 @@ static int load_inputs(struct replan_args *a, struct mp_placement *cur,
 	if (rc == 0) {
 		rc = mp_replan_read_plan_info(a->plan, a->phase, info, diags);
 	}
+	cli_history_warn("replan", &a->history, cli_history_wanted(a->loads_paths, a->n_loads));
 	if (rc == 0 && cli_history_wanted(a->loads_paths, a->n_loads)) {
 		rc = cli_history_load(&a->history, a->loads_paths, a->n_loads, &raw, diags);
 	} else if (rc == 0) {

@@ -27,6 +27,8 @@ bool cli_history_option(const char *cmd, const char *opt, const char *arg, struc
 		}
 		return true;
 	}
+	h->have_half_life = h->have_half_life || strcmp(opt, "half-life") == 0;
+	h->have_spread_k = h->have_spread_k || strcmp(opt, "spread-k") == 0;
 	if (strcmp(opt, "half-life") == 0) {
 		if (!cli_parse_positive(cmd, "half-life", arg, MP_MAX_WINDOWS, &h->obj.half_life)) {
 			return false;
@@ -152,6 +154,21 @@ void cli_history_doc(const struct cli_history *h, double worst, double bound, st
 		mp_doc_put_real(m, "worst_bound", bound);
 	}
 	mp_doc_put(doc, "history", m);
+}
+
+void cli_history_warn(const char *cmd, const struct cli_history *h, bool history)
+{
+	if (cli_quiet) {
+		return;
+	}
+	if (!history && h->have_objective) {
+		fprintf(stderr, "moeplan %s: warning: the loads are one window: every objective plans on "
+			"it (a history is several LOADS or a series CSV)\n", cmd);
+	} else if (h->have_half_life && h->obj.kind != MP_OBJECTIVE_RECENCY) {
+		fprintf(stderr, "moeplan %s: warning: --half-life changes only --objective recency\n", cmd);
+	} else if (h->have_spread_k && h->obj.kind != MP_OBJECTIVE_SPREAD) {
+		fprintf(stderr, "moeplan %s: warning: --spread-k changes only --objective spread\n", cmd);
+	}
 }
 
 void cli_history_finish(struct cli_history *h)
