@@ -327,6 +327,8 @@ static void history__place_mean_of_files(void **state)
 				       "-f", "json", NULL);
 	struct cli_result r4 = cli_run("place", b, "--gpus", "2", "--slots", "6", "-f", "json", NULL);
 	assert_int_equal(r3.status, 0);
+	/* the default for a history: spread, the best held out (README "Plans for the next window") */
+	assert_non_null(strstr(r3.out, "\"objective\": \"spread\""));
 	g1 = strstr(r3.out, "\"gpu_experts\"");
 	g2 = strstr(r4.out, "\"gpu_experts\"");
 	e1 = strstr(g1, "]\n      ],");

@@ -60,8 +60,8 @@ enum mp_objective {
 /** The objective place and replan use when none is given, and its name: the
  * one that won held out on the shipped series (README "Plans for the next
  * window", tests/bench/holdout.py). */
-#define MP_OBJECTIVE_DEFAULT MP_OBJECTIVE_LAST
-#define MP_OBJECTIVE_DEFAULT_NAME "last"
+#define MP_OBJECTIVE_DEFAULT MP_OBJECTIVE_SPREAD
+#define MP_OBJECTIVE_DEFAULT_NAME "spread"
 
 struct mp_objective_options {
 	enum mp_objective kind;
