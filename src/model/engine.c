@@ -60,19 +60,22 @@ static void vllm_profile(struct mp_engine_profile *e)
 
 int mp_engine_builtin(const char *name, struct mp_engine_profile *out)
 {
-	struct mp_engine_profile e;
-	mp_engine_profile_init(&e);
-	if (name && strcmp(name, "sglang") == 0) {
-		sglang_profile(&e);
-		e.source = strdup("built in; the same as plans/engines/sglang.yaml (sgl-project/sglang "
-				  "60d36e7be python/sglang/srt/server_args.py)");
-	} else if (name && strcmp(name, "vllm") == 0) {
-		vllm_profile(&e);
-		e.source = strdup("built in; the same as plans/engines/vllm.yaml (vllm-project/vllm "
-				  "docs/design/dbo.md, vllm/config/cache.py@002f10e0)");
-	} else {
+	const bool sglang = name && strcmp(name, "sglang") == 0;
+	const bool vllm = name && strcmp(name, "vllm") == 0;
+	if (!sglang && !vllm) {
 		return MP_EINVAL;
 	}
+	struct mp_engine_profile e;
+	mp_engine_profile_init(&e);
+	if (sglang) {
+		sglang_profile(&e);
+	} else {
+		vllm_profile(&e);
+	}
+	e.source = strdup(sglang ? "built in; the same as plans/engines/sglang.yaml (sgl-project/sglang "
+				   "60d36e7be python/sglang/srt/server_args.py)"
+				 : "built in; the same as plans/engines/vllm.yaml (vllm-project/vllm "
+				   "docs/design/dbo.md, vllm/config/cache.py@002f10e0)");
 	e.name = strdup(name);
 	if (!e.name || !e.source) {
 		mp_engine_profile_finish(&e);
