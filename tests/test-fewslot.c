@@ -14,7 +14,12 @@
  *    (zeros, ties, one dominant expert) whose optimum is worked out below;
  *  - the search over replica counts (pl_fs_search) never returns a plan
  *    below the optimum over every count vector (enumerated here) and never
- *    worsens the plan it starts from.
+ *    worsens the plan it starts from;
+ *  - S = 2: the exact threshold test over all counts (pl_p2_decide,
+ *    pair-exact.c) answers "no plan <= T" exactly when T is below the
+ *    enumerated optimum over every count vector and pairing (without the
+ *    duplicate rule, which the test ignores), and otherwise returns counts
+ *    that pair to <= T; on zeros, ties and a dominant expert.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -128,6 +133,24 @@ static double ref_all(const double *w, uint32_t E, uint32_t G, uint32_t S, uint3
 	for (uint32_t k = 1; k <= G && k + (E - 1 - e) <= left; k++) {
 		r[e] = k;
 		double v = ref_all(w, E, G, S, r, e + 1, left - k);
+		best = v < best ? v : best;
+	}
+	return best;
+}
+
+/* The optimum over every count vector r_e >= 1, sum N, with no cap and no
+ * duplicate rule (what pl_p2_decide decides). */
+static double ref_free(const double *w, uint32_t E, uint32_t S, uint32_t *r, uint32_t e,
+		       uint32_t left)
+{
+	if (e == E - 1) {
+		r[e] = left;
+		return ref_fixed(w, r, E, S, false);
+	}
+	double best = (double)INFINITY;
+	for (uint32_t k = 1; k + (E - 1 - e) <= left; k++) {
+		r[e] = k;
+		double v = ref_free(w, E, S, r, e + 1, left - k);
 		best = v < best ? v : best;
 	}
 	return best;
@@ -322,12 +345,71 @@ static void search_small(void **state)
 	}
 }
 
+/* One threshold: INFEASIBLE below the optimum, FEASIBLE (counts summing to
+ * N that pair to <= T, by the enumeration) at or above it. */
+static void check_decide(const struct pl_prob *prob, double T, double opt)
+{
+	uint32_t r[MAXE];
+	uint64_t budget = 1000000;
+	int d = pl_p2_decide(prob, T, &budget, r);
+	if (T < opt * (1 - 1e-7)) {
+		assert_int_equal(d, PL_P2_INFEASIBLE);
+		return;
+	}
+	if (T >= opt) {
+		assert_int_equal(d, PL_P2_FEASIBLE);
+		uint32_t n = 0;
+		for (uint32_t e = 0; e < prob->E; e++) {
+			assert_true(r[e] >= 1);
+			n += r[e];
+		}
+		assert_int_equal(n, prob->N);
+		/* within the test's documented slack, T (1 + 1e-9) */
+		assert_true(ref_fixed(prob->w, r, prob->E, 2, false) <= T * (1 + 1e-9));
+	}
+}
+
+/* S = 2 layers of 3..5 GPUs with zeros, ties and (every third) one
+ * dominant expert; loads are multiples of 2520 = lcm(1..10), so items are
+ * exact. Thresholds: the optimum, just below it, and random ones. */
+static void pair_decide(void **state)
+{
+	(void)state;
+	uint64_t seed = 77;
+	for (int t = 0; t < 300; t++) {
+		uint32_t G = 3 + (uint32_t)(lcg(&seed) % 3);
+		uint32_t N = 2 * G;
+		uint32_t E = N - (uint32_t)(lcg(&seed) % 4);
+		E = E > MAXE ? MAXE : E < 2 ? 2 : E;
+		double w[MAXE];
+		for (uint32_t e = 0; e < E; e++) {
+			/* values 0..5: zeros and ties are frequent */
+			w[e] = 2520.0 * (double)(lcg(&seed) % 6);
+		}
+		if (t % 3 == 0) {
+			w[E - 1] = 2520.0 * 40; /* dominant */
+		}
+		w[0] = w[0] > 0 ? w[0] : 2520.0; /* not all zero */
+		struct pl_prob prob;
+		pl_prob_init(&prob, w, E, G, 2);
+		uint32_t r[MAXE];
+		double opt = ref_free(w, E, 2, r, 0, N);
+		check_decide(&prob, opt, opt);
+		check_decide(&prob, opt * (1 - 1e-6), opt);
+		for (int k = 0; k < 4; k++) {
+			double f = 0.7 + 0.15 * (double)k;
+			check_decide(&prob, opt * f, opt);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(hand_cases),
 		cmocka_unit_test(random_fixed),
 		cmocka_unit_test(search_small),
+		cmocka_unit_test(pair_decide),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

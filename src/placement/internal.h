@@ -304,6 +304,27 @@ uint64_t pl_fs_budget(const struct pl_prob *prob, double effort);
 int pl_fs_search(const struct pl_prob *prob, struct pl_sol *best, struct pl_work *work,
 		 uint64_t budget, double deadline);
 
+/* --- the exact threshold test for S = 2 (pair-exact.c; the top comment
+ * there gives the model and why its answers are proofs) --- */
+
+enum { PL_P2_INFEASIBLE = 0, PL_P2_FEASIBLE = 1, PL_P2_UNKNOWN = 2 };
+
+/* S = 2: is there a plan with busiest GPU <= T, over all replica counts?
+ * PL_P2_INFEASIBLE: none (T is a lower bound on every plan);
+ * PL_P2_FEASIBLE: r[E] gets counts whose largest-with-smallest pairing has
+ * max <= T (duplicates not yet repaired); PL_P2_UNKNOWN: the work budget
+ * (*budget, reduced by what was used) or the refinements ran out, or
+ * S != 2; MP_ENOMEM on allocation failure. */
+int pl_p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r);
+
+/* S = 2 layers: threshold tests at 0.4% below the incumbent, then just
+ * below it (a proof of optimality); raises *lb on an infeasible test and
+ * replaces best (pl_x_accept) by the counts of a feasible one, packed and
+ * repaired. A work budget of 2e5 units times effort per layer. Returns 0
+ * or MP_ENOMEM. */
+int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, double effort,
+		struct pl_work *work, double deadline);
+
 /* --- nodes (topology.c) --- */
 
 /* Solve one layer without node structure (place.c's per-layer driver):
