@@ -20,6 +20,7 @@
 #include <glpk.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Runs fn(lp, ctx) on a new, empty problem lp with GLPK's error hook set
  * and GLPK's terminal output on when verbose (glp_term_out), then deletes
@@ -34,6 +35,12 @@
  * reads after a failure, must live in ctx (memory), not in fn's locals.
  * Not nested: fn must not call pl_glpk_run. */
 int pl_glpk_run(bool verbose, int (*fn)(glp_prob *lp, void *ctx), void *ctx, int failed);
+
+/* The work a branch and bound has done so far, in machine-independent
+ * units: GLPK's simplex iterations (glp_get_it_cnt) plus node_work per
+ * node of the tree (glp_ios_tree_size's total count). For the budgets of
+ * the MIP callbacks (mip.c, pair-exact.c). */
+uint64_t pl_glpk_tree_work(glp_tree *tree, uint64_t node_work);
 
 /* Free this thread's GLPK environment (worker threads call it on exit). */
 void pl_glpk_thread_done(void);

@@ -36,6 +36,16 @@ int pl_glpk_run(bool verbose, int (*fn)(glp_prob *lp, void *ctx), void *ctx, int
 	return rc;
 }
 
+uint64_t pl_glpk_tree_work(glp_tree *tree, uint64_t node_work)
+{
+	int a_cnt = 0;
+	int n_cnt = 0;
+	int t_cnt = 0;
+	glp_ios_tree_size(tree, &a_cnt, &n_cnt, &t_cnt);
+	int it = glp_get_it_cnt(glp_ios_get_prob(tree));
+	return (uint64_t)(it > 0 ? it : 0) + node_work * (uint64_t)(t_cnt > 0 ? t_cnt : 0);
+}
+
 void pl_glpk_thread_done(void)
 {
 	glp_free_env();

@@ -52,12 +52,7 @@ static void mip_callback(glp_tree *tree, void *info)
 			st->bound = b;
 		}
 	}
-	int a_cnt = 0;
-	int n_cnt = 0;
-	int t_cnt = 0;
-	glp_ios_tree_size(tree, &a_cnt, &n_cnt, &t_cnt);
-	int it = glp_get_it_cnt(glp_ios_get_prob(tree));
-	st->used = (uint64_t)(it > 0 ? it : 0) + PL_MIP_NODE_WORK * (uint64_t)(t_cnt > 0 ? t_cnt : 0);
+	st->used = pl_glpk_tree_work(tree, PL_MIP_NODE_WORK);
 	if (!st->stopped && st->used >= st->limit) {
 		st->stopped = true;
 		glp_ios_terminate(tree);

@@ -119,12 +119,7 @@ static int collect_points(struct p2 *p)
 static void p2_callback(glp_tree *tree, void *info)
 {
 	struct p2 *p = info;
-	int a_cnt = 0;
-	int n_cnt = 0;
-	int t_cnt = 0;
-	glp_ios_tree_size(tree, &a_cnt, &n_cnt, &t_cnt);
-	int it = glp_get_it_cnt(glp_ios_get_prob(tree));
-	p->used = (uint64_t)(it > 0 ? it : 0) + P2_NODE_WORK * (uint64_t)(t_cnt > 0 ? t_cnt : 0);
+	p->used = pl_glpk_tree_work(tree, P2_NODE_WORK);
 	if (!p->stopped && p->used >= p->limit) {
 		p->stopped = true;
 		glp_ios_terminate(tree);
