@@ -354,10 +354,6 @@ static int stage_heuristic(struct layer_search *ls)
 		if (ls->lb > lb0) {
 			ls->method = M_PAIR;
 		}
-		rc = pl_p2_close(prob, best, &ls->lb, effort, &ls->work, ls->deadline);
-		if (rc != 0) {
-			return rc;
-		}
 		if (proven_at_bound(ls)) {
 			return STAGE_DONE;
 		}
