@@ -15,7 +15,11 @@ tensors; nothing is taken from moeplan.
 
 Usage:
   sglang-dispatch.py test MOEPLAN        random small maps: moeplan check
-                                         --engine sglang against this code
+                                         --engine sglang against this code,
+                                         and moeplan simulate --engine sglang
+                                         (every expert in every token, so each
+                                         GPU's visits are exact) against the
+                                         ranks' choices computed here
   sglang-dispatch.py score MAP.json LOADS.csv GPUS_PER_NODE
                                          busiest/mean per loaded row
 """
@@ -105,6 +109,45 @@ def gpu_loads(p2l, loads, ep_size, nnodes):
     return res
 
 
+def rank_visits(p2l, ep_size, nnodes):
+    """[l][gpu]: visits when every rank sends one token to every expert
+    (each rank's choice from the code above)."""
+    n_phys = len(p2l[0])
+    n_logical = max(max(row) for row in p2l) + 1
+    n_gpu = n_phys // ep_size
+    res = [[0] * ep_size for _ in p2l]
+    for rank in range(ep_size):
+        allp = logical_to_all_physical(p2l, n_logical, ep_size, nnodes, rank)
+        disp = rank_dispatch(allp, ep_size, nnodes, n_phys, rank)
+        for l in range(len(p2l)):
+            for e in range(n_logical):
+                res[l][disp[l][e] // n_gpu] += 1
+    return res
+
+
+def check_simulate(moeplan, mp, p2l, E, G, P, algorithm):
+    """moeplan simulate --engine sglang with top-k = E: each token visits
+    every expert, so GPU g's visits per sample are exactly the ranks that
+    send to it; steps = layers, each layer sampled once."""
+    L = len(p2l)
+    out = subprocess.run([moeplan, "simulate", "--plan", mp, "--ep", str(G), "--engine", "sglang",
+                          "--gpus-per-node", str(P), "--ep-dispatch-algorithm", algorithm,
+                          "--top-k", str(E), "--requests", "1", "--steps", str(L), "-j", "1",
+                          "-f", "json", "-q"], capture_output=True, text=True)
+    if out.returncode != 0:
+        print("moeplan simulate failed:", out.stderr)
+        return False
+    got = json.loads(out.stdout)["simulate"]["gpu_mean_visits"]
+    v = rank_visits(p2l, G, G // P)
+    want = [sum(v[l][g] for l in range(L)) / L for g in range(G)]
+    for g in range(G):
+        if abs(got[g] - want[g]) > 1e-9:
+            print("simulate, %s, %d GPUs (%d per node), GPU %d: moeplan %r visits, SGLang's rule %r"
+                  % (algorithm, G, P, g, got[g], want[g]))
+            return False
+    return True
+
+
 def random_map(rng, L, E, G, S, dups):
     rows = []
     for _ in range(L):
@@ -141,6 +184,11 @@ def run_test(moeplan):
                 if out.returncode != 0:
                     print("moeplan check failed:", out.stderr)
                     return 1
+                # dynamic draws per visit where a node has no replica: exact
+                # only on one node, where every rank has a near replica
+                if not check_simulate(moeplan, mp, p2l, E, G, P, "static") or \
+                        not check_simulate(moeplan, mp, p2l, E, G, G, "dynamic"):
+                    return 1
                 got = json.loads(out.stdout)["check"]["layers"]
                 want = gpu_loads(p2l, loads, G, G // P)
                 for l in range(L):
@@ -152,7 +200,7 @@ def run_test(moeplan):
                             print("shape %s trial %d layer %d GPU %d: moeplan %r, SGLang's rule %r"
                                   % ((L, E, G, S, P), trial, l, g, a, b))
                             return 1
-    print("all maps agree (worst relative difference %.3g)" % worst)
+    print("all maps agree (worst relative difference %.3g); simulate's visits agree exactly" % worst)
     return 0
 
 

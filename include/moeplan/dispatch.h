@@ -126,6 +126,26 @@ MP_EXPORT int mp_dispatch_layer(const struct mp_dispatch *d, struct mp_dispatch_
 				uint32_t slots_per_gpu, const double *w, const double *origin,
 				double *slot_load, double *gpu_load);
 
+/** route[g * E + e] of mp_dispatch_layer_route: rank g splits expert e's
+ * tokens over all its replicas (1/c each in expectation) instead of
+ * sending them to one slot. */
+#define MP_DISPATCH_SPLIT UINT32_MAX
+
+/** Where each rank sends each expert's tokens in one layer, under rule d:
+ * route[g * E + e] (out, [G*E]) is the physical slot rank g's tokens of
+ * expert e go to, or MP_DISPATCH_SPLIT where the rank spreads them over
+ * all c replicas (the even and vLLM rules for c > 1, the pick of SGLang's
+ * `dynamic` for a rank without a replica on its GPU or node, and `static`
+ * without streams). Slot choices follow mp_dispatch_layer exactly: with
+ * rule SGLANG, algorithm STATIC and streams, the drawn slots, and the
+ * streams advance as mp_dispatch_layer advances them (so the two can be
+ * mixed row by row in one walk of the map). slot_expert, E, G, S as for
+ * mp_dispatch_layer. Returns 0, MP_EINVAL (as mp_dispatch_layer, or route
+ * NULL) or MP_ENOMEM. */
+MP_EXPORT int mp_dispatch_layer_route(const struct mp_dispatch *d, struct mp_dispatch_streams *streams,
+				      const uint32_t *slot_expert, uint32_t n_experts, uint32_t gpus,
+				      uint32_t slots_per_gpu, uint32_t *route);
+
 #ifdef __cplusplus
 }
 #endif

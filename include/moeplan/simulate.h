@@ -14,9 +14,11 @@
  * the Plackett-Luce law of top-k over Gumbel-perturbed scores). Each visit
  * goes to one physical replica of the expert, uniformly at random (an even
  * share of the expert's visits per replica in expectation, the split vLLM
- * and SGLang use), or, with prefer_local, to a replica on the sending GPU
- * when it has one. The sample's factor is the busiest GPU's visits divided
- * by the mean visits per GPU, which is exactly B * top_k.
+ * uses), or, with prefer_local, to a replica on the sending GPU when it
+ * has one, or where the engine's dispatch sends it (route: SGLang's
+ * nearest replica, moeplan/dispatch.h). The sample's factor is the
+ * busiest GPU's visits divided by the mean visits per GPU, which is
+ * exactly B * top_k.
  *
  * Sample s routes layer s mod L (L layers), so every layer gets steps / L
  * samples (the first steps mod L layers one more).
@@ -51,6 +53,8 @@ extern "C" {
 #define MP_SIMULATE_MAX_STEPS 10000000u
 /** Default number of samples of `moeplan simulate`. */
 #define MP_SIMULATE_DEFAULT_STEPS 10000u
+/** A route entry (mp_simulate_options.route): uniform among the replicas. */
+#define MP_SIMULATE_ANY UINT32_MAX
 /** Default seed. */
 #define MP_SIMULATE_DEFAULT_SEED 1u
 
@@ -62,6 +66,12 @@ struct mp_simulate_options {
 	uint64_t seed;           /**< default 1 */
 	bool prefer_local;       /**< send a visit to a replica on the sending GPU when there is
 				      one; default false (uniform among replicas) */
+	const uint32_t *route;   /**< an engine's dispatch, or NULL (default): [map layers][G][E],
+				      the GPU that sender g's visits of expert e go to in that map
+				      layer (a GPU holding a replica of e, else MP_EINVAL), or
+				      MP_SIMULATE_ANY for uniform among the replicas; from
+				      moeplan/dispatch.h mp_dispatch_layer_route (slot / S). Needs a
+				      map; excludes prefer_local */
 	unsigned threads;        /**< worker threads; 0 = online CPUs; default 0. Results do
 				      not depend on it. */
 	/* Used only when no map is given: the default layout. */

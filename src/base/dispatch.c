@@ -250,6 +250,7 @@ struct work {
 	uint32_t *ans;      /* [G]: _fair_choices' answer */
 	uint32_t *pool;     /* [G*S] */
 	unsigned char *seen; /* [G*S] */
+	uint32_t *route;    /* [G*E] out, or NULL: rank g's slot for expert e (MP_DISPATCH_SPLIT) */
 };
 
 #define NONE UINT32_MAX
@@ -361,16 +362,20 @@ static void sglang_expert(struct work *wk, struct mp_dispatch_streams *st, uint3
 		}
 		for (uint32_t g = n * P; g < n * P + P; g++) {
 			double t = w || origin ? tokens(w, origin, wk->E, wk->G, g, e) : 0;
+			uint32_t p = MP_DISPATCH_SPLIT;
 			if (!draws) {
-				uint32_t p = c == 1 ? cands[0] : wk->gpu_own[g] != NONE ? wk->gpu_own[g]
-										: wk->node_own[n];
+				p = c == 1 ? cands[0] : wk->gpu_own[g] != NONE ? wk->gpu_own[g] : wk->node_own[n];
 				slot_load[p] += t;
 			} else if (st) {
-				slot_load[wk->ans[before * P + (g - n * P)]] += t;
+				p = wk->ans[before * P + (g - n * P)];
+				slot_load[p] += t;
 			} else {
 				for (uint32_t i = 0; i < c; i++) {
 					slot_load[cands[i]] += t / c;
 				}
+			}
+			if (wk->route) {
+				wk->route[(size_t)g * wk->E + e] = p;
 			}
 		}
 		before += wk->node_own[n] == NONE;
@@ -392,12 +397,16 @@ static void even_expert(const struct work *wk, uint32_t e, const double *w, cons
 	for (uint32_t i = wk->off[e]; i < wk->off[e + 1]; i++) {
 		slot_load[wk->cand[i]] += total / c;
 	}
+	for (uint32_t g = 0; wk->route && g < wk->G; g++) {
+		wk->route[(size_t)g * wk->E + e] = c == 1 ? wk->cand[wk->off[e]] : MP_DISPATCH_SPLIT;
+	}
 }
 
-int mp_dispatch_layer(const struct mp_dispatch *d, struct mp_dispatch_streams *streams,
-		      const uint32_t *slot_expert, uint32_t n_experts, uint32_t gpus,
-		      uint32_t slots_per_gpu, const double *w, const double *origin, double *slot_load,
-		      double *gpu_load)
+/* mp_dispatch_layer, and with route non-NULL mp_dispatch_layer_route. */
+static int dispatch_run(const struct mp_dispatch *d, struct mp_dispatch_streams *streams,
+			const uint32_t *slot_expert, uint32_t n_experts, uint32_t gpus,
+			uint32_t slots_per_gpu, const double *w, const double *origin, double *slot_load,
+			double *gpu_load, uint32_t *route)
 {
 	const uint32_t P = d->gpus_per_node ? d->gpus_per_node : gpus;
 	if (!slot_expert || n_experts == 0 || gpus == 0 || slots_per_gpu == 0 || gpus % P != 0 ||
@@ -413,6 +422,7 @@ int mp_dispatch_layer(const struct mp_dispatch *d, struct mp_dispatch_streams *s
 		free(sl);
 		return rc;
 	}
+	wk.route = route;
 	bool sglang = d->rule == MP_DISPATCH_SGLANG;
 	if (sglang && d->algorithm == MP_DISPATCH_FAKE && (w || origin)) {
 		/* uniform routing: every expert the layer's mean */
@@ -456,4 +466,24 @@ int mp_dispatch_layer(const struct mp_dispatch *d, struct mp_dispatch_streams *s
 	work_free(&wk);
 	free(sl);
 	return 0;
+}
+
+int mp_dispatch_layer(const struct mp_dispatch *d, struct mp_dispatch_streams *streams,
+		      const uint32_t *slot_expert, uint32_t n_experts, uint32_t gpus,
+		      uint32_t slots_per_gpu, const double *w, const double *origin, double *slot_load,
+		      double *gpu_load)
+{
+	return dispatch_run(d, streams, slot_expert, n_experts, gpus, slots_per_gpu, w, origin, slot_load,
+			    gpu_load, NULL);
+}
+
+int mp_dispatch_layer_route(const struct mp_dispatch *d, struct mp_dispatch_streams *streams,
+			    const uint32_t *slot_expert, uint32_t n_experts, uint32_t gpus,
+			    uint32_t slots_per_gpu, uint32_t *route)
+{
+	if (!route) {
+		return MP_EINVAL;
+	}
+	return dispatch_run(d, streams, slot_expert, n_experts, gpus, slots_per_gpu, NULL, NULL, NULL, NULL,
+			    route);
 }

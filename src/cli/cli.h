@@ -414,6 +414,14 @@ int cli_loads_fit_plan(const char *cmd, const char *plan_path, const char *phase
  * rows are dropped with a note naming them, and cl numbers the others for
  * --export (hidden layers: the dump's rows). Returns 0 or MP_ENOMEM. */
 int cli_place_skip_dense(const char *loads_path, struct mp_loads *loads, struct cli_layers *cl);
+/** Loads with layer ids (a recorder dump) against an engine map whose
+ * rows they match one to one (dense-rows.c): the all-zero rows of dense
+ * layers (model's; model NULL: every all-zero row) are dropped from loads
+ * with a note on stderr; *kept [*n_kept] (heap) the rows kept, for the
+ * caller to keep the same rows of the map, or NULL when nothing was
+ * dropped (nor when every row is zero). Returns 0 or MP_ENOMEM. */
+int cli_engine_map_skip_dense(const char *cmd, const char *loads_path, const struct mp_model *model,
+			      struct mp_loads *loads, uint32_t **kept, uint32_t *n_kept);
 
 /* Loads as a history of windows (history.c, issue 25 item 3): several LOADS
  * operands (oldest first) or a series CSV, reduced by an objective
@@ -505,5 +513,27 @@ int cli_engine_loads(const struct mp_dispatch *d, const struct mp_placement *map
 int cli_engine_loads_exported(const struct mp_dispatch *d, const struct mp_placement *map,
 			      const uint32_t *own, const uint32_t *moe, uint32_t n_moe,
 			      const uint32_t *row_loads, const struct mp_loads *loads, double **gpu);
+/** Where each rank sends each expert's tokens, per row of map, under d
+ * (engine-walk.c; mp_dispatch_layer_route): own NULL = row r is the
+ * engine's row r (an SGLang map), else a moeplan plan's rows walked as
+ * cli_engine_loads_exported walks them. *route [n_layers * G * E] (heap,
+ * caller frees): a slot, or MP_DISPATCH_SPLIT. Returns 0, MP_EINVAL or
+ * MP_ENOMEM. */
+int cli_engine_route(const struct mp_dispatch *d, const struct mp_placement *map, const uint32_t *own,
+		     const uint32_t *moe, uint32_t n_moe, uint32_t **route);
+/** simulate --engine (simulate-engine.c): *route [map rows][G][E] (heap) of
+ * GPU ids or MP_SIMULATE_ANY for mp_simulate_options.route, map read from
+ * plan (phase): a moeplan plan's rows are walked as --export writes them
+ * (the MoE layers model's, or with model NULL the rows it places, and
+ * then *dense_assumed says whether layers it skips were taken as dense),
+ * an engine map's rows as the hidden layers. Returns 0, MP_EINVAL (an
+ * expert without a slot, P not dividing G) or MP_ENOMEM. */
+int cli_simulate_route(const char *plan, const char *phase, const struct mp_model *model,
+		       const struct mp_dispatch *d, const struct mp_placement *map, uint32_t **route,
+		       bool *dense_assumed);
+/** Keep rows[n_rows] of *route (as cli_map_select_rows keeps a map's
+ * rows); 0 or MP_ENOMEM (then *route is unchanged). */
+int cli_simulate_route_rows(uint32_t **route, const uint32_t *rows, uint32_t n_rows, uint32_t gpus,
+			    uint32_t n_experts);
 
 #endif

@@ -12,7 +12,7 @@
 
 /* No short options for these: -n is --gpus-per-node and -S --split in
  * the other commands. */
-enum { OPT_STEPS = CLI_OPT_LONG, OPT_SEED };
+enum { OPT_STEPS = CLI_OPT_LONG, OPT_SEED, OPT_ENGINE, OPT_EP_DISPATCH_ALGORITHM, OPT_GPUS_PER_NODE };
 
 static const struct cli_opt simulate_options[] = {
 	{"plan", 'p', "PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: made from --ep and --slots)", CLI_COMPLETE_FILE},
@@ -27,6 +27,9 @@ static const struct cli_opt simulate_options[] = {
 	{"steps", OPT_STEPS, "N", "routing samples (default 10000)", NULL},
 	{"seed", OPT_SEED, "SEED", "random seed, 0 to 2^63-1 (default 1)", NULL},
 	{"prefer-local", 'L', NULL, "use a replica on the sending GPU if it has one", NULL},
+	{"engine", OPT_ENGINE, "NAME", "dispatch: even (uniform among replicas, default), sglang (own GPU's replica, else the node's first, else SGLang's fair choice), vllm (uniform)", "even sglang vllm"},
+	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: static (SGLang's seeded choice per rank, default) or dynamic", "static dynamic"},
+	{"gpus-per-node", OPT_GPUS_PER_NODE, "N", "with --engine sglang: GPUs per node, dividing the GPUs (default: all on one node)", NULL},
 	{"threads", 'j', "N", "worker threads (default: CPUs; same results)", NULL},
 	{"output", 'o', "FILE", "write the report to FILE, atomically (default '-', stdout)", CLI_COMPLETE_FILE},
 	CLI_OPT_FORMAT_YAML,
@@ -43,10 +46,11 @@ const struct cli_command_help cmd_simulate_help = {
 		"Draws the routing of finite batches: every GPU sends R x T tokens, each token\n"
 		"picks top-k distinct experts with probability proportional to their popularity\n"
 		"(uniform unless --loads is given), each visit goes to one replica of its expert\n"
-		"(uniformly among its replicas, or --prefer-local), and each sample records the\n"
-		"busiest GPU's visits over the mean (R x T x k). Sample s routes MoE layer\n"
-		"s mod layers. Reports the mean, p50, p99 and max of that factor, with the seed\n"
-		"and the number of samples. With --plan, a moeplan plan's top-k and the\n"
+		"(uniformly among its replicas, --prefer-local, or as --engine dispatches), and\n"
+		"each sample records the busiest GPU's visits over the mean (R x T x k).\n"
+		"Sample s routes MoE layer s mod layers. Reports the mean, p50, p99 and max of\n"
+		"that factor, with the seed and the number of samples.\n"
+		"With --plan, a moeplan plan's top-k and the\n"
 		"popularity it was planned for are used unless --top-k or --loads is given.\n"
 		"Without a plan, S slots on N GPUs: with no more slots than experts, slot p\n"
 		"holds expert p mod E; with more, the redundant replicas are placed by the\n"
@@ -77,6 +81,7 @@ struct simulate_args {
 	unsigned threads;
 	bool prefer_local;
 	bool json;
+	struct cli_engine engine;
 };
 
 static bool parse_seed(const char *text, uint64_t *out)
@@ -145,6 +150,16 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 		case 'L':
 			a->prefer_local = true;
 			break;
+		case OPT_ENGINE:
+			ok = cli_engine_parse("simulate", optarg, &a->engine);
+			break;
+		case OPT_EP_DISPATCH_ALGORITHM:
+			ok = cli_engine_parse_algorithm("simulate", optarg, &a->engine);
+			break;
+		case OPT_GPUS_PER_NODE:
+			ok = cli_parse_u32("simulate", "gpus-per-node", optarg, 1, MP_MAX_GPUS,
+					   &a->engine.d.gpus_per_node);
+			break;
 		case 'j':
 			ok = cli_parse_u32("simulate", "threads", optarg, 1, 1024, &threads);
 			a->threads = threads;
@@ -184,6 +199,19 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 	}
 	if (a->requests == 0) {
 		return cli_usage("simulate", "--requests R is required");
+	}
+	const bool sglang = a->engine.d.rule == MP_DISPATCH_SGLANG;
+	if (a->prefer_local && a->engine.d.rule != MP_DISPATCH_EVEN) {
+		return cli_usage("simulate", "--prefer-local is a dispatch rule of its own: it takes no "
+				 "--engine %s", mp_dispatch_rule_name(a->engine.d.rule));
+	}
+	if ((a->engine.have_algorithm || a->engine.d.gpus_per_node) && !sglang) {
+		return cli_usage("simulate", "--ep-dispatch-algorithm and --gpus-per-node are SGLang's: "
+				 "they need --engine sglang");
+	}
+	if (a->engine.d.algorithm == MP_DISPATCH_FAKE) {
+		return cli_usage("simulate", "--ep-dispatch-algorithm fake replaces the router's choices by "
+				 "uniform ones: simulate that without --loads (static or dynamic here)");
 	}
 	if ((uint64_t)a->requests * (a->tokens_per_request ? a->tokens_per_request : 1u) > UINT32_MAX) {
 		return cli_usage("simulate", "--requests %u x --tokens-per-request %u is too large",
@@ -229,7 +257,16 @@ static struct mp_doc *report(const struct simulate_args *a, const struct mp_mode
 	mp_doc_put_int(sim, "requests_per_gpu", a->requests);
 	mp_doc_put_int(sim, "tokens_per_request", a->tokens_per_request);
 	mp_doc_put_int(sim, "tokens_per_gpu", res->tokens_per_gpu);
-	mp_doc_put_string(sim, "dispatch", res->prefer_local ? "prefer_local" : "even");
+	mp_doc_put_string(sim, "dispatch", res->prefer_local ? "prefer_local"
+					   : mp_dispatch_rule_name(a->engine.d.rule));
+	if (a->engine.d.rule == MP_DISPATCH_SGLANG) {
+		mp_doc_put_string(sim, "ep_dispatch_algorithm", mp_dispatch_algorithm_name(a->engine.d.algorithm));
+		mp_doc_put_int(sim, "gpus_per_node", a->engine.d.gpus_per_node ? a->engine.d.gpus_per_node
+									: res->gpus);
+		mp_doc_put_string(sim, "dispatch_source", "sgl-project/sglang 60d36e7 python/sglang/srt/eplb/"
+				  "expert_location.py (_find_nearest_expert, compute_logical_to_rank_dispatch_"
+				  "physical_map, _fair_choices); static: each rank's seeded choice, exactly");
+	}
 	mp_doc_put_int(sim, "steps", res->steps);
 	mp_doc_put(sim, "seed", mp_doc_int((int64_t)res->seed));
 	mp_doc_put_string(sim, "rng", "xoshiro256** seeded by SplitMix64");
@@ -311,13 +348,65 @@ static int read_inputs(const struct simulate_args *a, struct mp_model *model,
 	return 0;
 }
 
+/* --engine sglang: the route of every visit (simulate-engine.c) into
+ * *route for map (read from --plan, or placed when plan is NULL); NULL
+ * for the other rules (uniform among the replicas). Returns 0 or an
+ * error code (MP_EINVAL said on stderr). */
+static int engine_route(const struct simulate_args *a, const struct mp_model *model,
+			const struct mp_placement *map, uint32_t **route)
+{
+	if (a->engine.d.rule != MP_DISPATCH_SGLANG) {
+		return 0;
+	}
+	if (a->engine.d.gpus_per_node && map->gpus % a->engine.d.gpus_per_node != 0) {
+		cli_error("--gpus-per-node %u does not divide the map's %u GPUs", a->engine.d.gpus_per_node,
+			  map->gpus);
+		return MP_EINVAL;
+	}
+	bool dense = false;
+	int rc = cli_simulate_route(a->plan, a->phase, model, &a->engine.d, map, route, &dense);
+	if (rc == MP_EINVAL) {
+		cli_error("%s: SGLang's dispatch needs every expert in a slot of every row",
+			  a->plan ? a->plan : "the placed layout");
+	}
+	bool draws = a->engine.d.algorithm == MP_DISPATCH_STATIC && a->engine.d.gpus_per_node &&
+		     a->engine.d.gpus_per_node < map->gpus;
+	if (rc == 0 && dense && draws && !cli_quiet) {
+		fprintf(stderr, "moeplan simulate: %s: SGLang's static choices walk every row of the map "
+			"--export writes; the layers the plan does not place are taken as dense (give --model "
+			"to decide)\n", a->plan);
+	}
+	return rc;
+}
+
+/* An engine map (a row per hidden layer) against a recorder dump: the
+ * dense layers' all-zero rows are skipped in map, loads and route alike
+ * (no token reaches them), not simulated as uniform popularity. */
+static int engine_map_dense(const struct simulate_args *a, const struct mp_model *model,
+			    struct mp_placement *map, struct mp_loads *loads, uint32_t **route)
+{
+	if (cli_engine_of_file(a->plan) == MP_DISPATCH_EVEN || map->n_layers != loads->n_layers) {
+		return 0; /* a moeplan plan's rows are its MoE layers already */
+	}
+	uint32_t *kept = NULL, n = 0;
+	int rc = cli_engine_map_skip_dense("simulate", a->loads, a->model ? model : NULL, loads, &kept, &n);
+	if (rc == 0 && kept) {
+		rc = cli_map_select_rows(map, kept, n, map);
+	}
+	if (rc == 0 && kept && *route) {
+		rc = cli_simulate_route_rows(route, kept, n, map->gpus, map->n_experts);
+	}
+	free(kept);
+	return rc;
+}
+
 /* The plan and the loads agree with n_experts (the model's, else the
  * map's, else the loads'), and loads whose rows name their layers keep
  * the plan's rows for those layers. False when they do not (said in
  * diags; *rc 0) or on an error (*rc, *failed the file it names). */
 static bool match_inputs(const struct simulate_args *a, const struct mp_model *model,
 			 struct mp_placement *map, struct mp_loads *loads, uint32_t n_experts,
-			 struct mp_diags *diags, int *rc, const char **failed)
+			 uint32_t **route, struct mp_diags *diags, int *rc, const char **failed)
 {
 	if (a->plan && a->model && map->n_experts > model->routed_experts) {
 		mp_diags_add(diags, a->plan, 0, 0, MP_EINVAL,
@@ -329,6 +418,12 @@ static bool match_inputs(const struct simulate_args *a, const struct mp_model *m
 		/* A map's expert count is its largest id + 1; the model's
 		 * count is authoritative when both are known. */
 		map->n_experts = n_experts;
+		*failed = a->plan;
+		*rc = engine_route(a, a->model ? model : NULL, map, route);
+		if (*rc) {
+			return false;
+		}
+		*failed = NULL;
 	}
 	if (a->loads && loads->n_experts != n_experts) {
 		mp_diags_add(diags, a->loads, 0, 0, MP_EINVAL,
@@ -346,12 +441,17 @@ static bool match_inputs(const struct simulate_args *a, const struct mp_model *m
 		if (*rc == 0) {
 			*rc = cli_map_select_rows(map, rows, loads->n_layers, map);
 		}
+		if (*rc == 0 && *route) {
+			*rc = cli_simulate_route_rows(route, rows, loads->n_layers, map->gpus, map->n_experts);
+		}
 		free(rows);
 		if (*rc) {
 			*rc = *rc == MP_EINVAL ? 0 : *rc; /* MP_EINVAL: said on stderr */
 			return false;
 		}
 		*failed = NULL;
+		*rc = engine_map_dense(a, model, map, loads, route);
+		return *rc == 0;
 	}
 	return true;
 }
@@ -413,6 +513,7 @@ int cmd_simulate(int argc, char **argv)
 	struct mp_loads loads;
 	struct mp_simulate_result res;
 	struct mp_doc *doc = NULL;
+	uint32_t *route = NULL;
 	mp_diags_init(&diags);
 	mp_model_init(&model);
 	mp_placement_init(&map);
@@ -435,7 +536,7 @@ int cmd_simulate(int argc, char **argv)
 	uint32_t n_experts = a.model ? model.routed_experts
 				     : a.plan  ? map.n_experts
 						: loads.n_experts;
-	if (!match_inputs(&a, &model, &map, &loads, n_experts, &diags, &rc, &failed)) {
+	if (!match_inputs(&a, &model, &map, &loads, n_experts, &route, &diags, &rc, &failed)) {
 		goto out;
 	}
 	uint32_t plan_top_k = 0;
@@ -460,7 +561,12 @@ int cmd_simulate(int argc, char **argv)
 			goto out;
 		}
 		layout = "placed";
+		rc = engine_route(&a, NULL, &map, &route);
+		if (rc) {
+			goto out;
+		}
 	}
+	opts.route = route;
 	opts.steps = a.steps;
 	opts.seed = a.seed;
 	opts.prefer_local = a.prefer_local;
@@ -481,6 +587,7 @@ out:
 		cli_error("%s: %s", failed ? failed : "simulate", mp_strerror(rc));
 	}
 	mp_doc_destroy(doc);
+	free(route);
 	mp_simulate_result_finish(&res);
 	mp_loads_finish(&loads);
 	mp_placement_finish(&map);

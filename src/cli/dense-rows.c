@@ -222,3 +222,51 @@ int cli_place_skip_dense(const char *loads_path, struct mp_loads *loads, struct 
 	cl->known = true;
 	return 0;
 }
+
+int cli_engine_map_skip_dense(const char *cmd, const char *loads_path, const struct mp_model *model,
+			      struct mp_loads *loads, uint32_t **kept, uint32_t *n_kept)
+{
+	*kept = NULL;
+	*n_kept = 0;
+	if (!loads->layer_ids || loads->n_layers == 0) {
+		return 0;
+	}
+	bool *keep = malloc((size_t)loads->n_layers * sizeof(*keep));
+	uint32_t *rows = malloc((size_t)loads->n_layers * sizeof(*rows));
+	if (!keep || !rows) {
+		free(keep);
+		free(rows);
+		return MP_ENOMEM;
+	}
+	uint32_t n = 0;
+	for (uint32_t r = 0; r < loads->n_layers; r++) {
+		bool moe = false;
+		for (uint32_t k = 0; model && k < model->moe_layers; k++) {
+			moe |= mp_model_moe_layer_id(model, k) == loads->layer_ids[r];
+		}
+		keep[r] = !row_zero(loads, r) || moe;
+		if (keep[r]) {
+			rows[n++] = r;
+		}
+	}
+	int rc = 0;
+	if (n > 0 && n < loads->n_layers) {
+		char names[512];
+		name_rows(loads, keep, names, sizeof(names));
+		if (!cli_quiet) {
+			fprintf(stderr, "moeplan %s: %s: skipped %u all-zero row%s, layer%s %s: %s, as SGLang's "
+				"recorder writes them; no tokens reach their experts\n", cmd, loads_path,
+				loads->n_layers - n, cli_s(loads->n_layers - n), cli_s(loads->n_layers - n), names,
+				model ? "dense layers of the model" : "taken as dense layers (give --model to decide)");
+		}
+		rc = keep_rows(loads, keep);
+		if (rc == 0) {
+			*kept = rows;
+			*n_kept = n;
+			rows = NULL;
+		}
+	}
+	free(rows);
+	free(keep);
+	return rc;
+}

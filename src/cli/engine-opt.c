@@ -56,29 +56,3 @@ enum mp_dispatch_rule cli_engine_of_file(const char *path)
 	}
 	return MP_DISPATCH_EVEN;
 }
-
-int cli_engine_loads(const struct mp_dispatch *d, const struct mp_placement *map,
-		     const uint32_t *row_loads, const struct mp_loads *loads, double **gpu)
-{
-	const uint32_t G = map->gpus;
-	const uint32_t P = d->gpus_per_node ? d->gpus_per_node : G;
-	*gpu = NULL;
-	if (G % P != 0) {
-		return MP_EINVAL;
-	}
-	double *out = calloc((size_t)map->n_layers * G, sizeof(*out));
-	struct mp_dispatch_streams *st = mp_dispatch_streams_new(G / P);
-	int rc = out && st ? 0 : MP_ENOMEM;
-	for (uint32_t h = 0; h < map->n_layers && rc == 0; h++) {
-		const double *w = row_loads[h] != UINT32_MAX ? mp_loads_row(loads, row_loads[h]) : NULL;
-		rc = mp_dispatch_layer(d, st, map->layers[h].slot_expert, map->n_experts, G,
-				       map->slots_per_gpu, w, NULL, NULL, out + (size_t)h * G);
-	}
-	mp_dispatch_streams_free(st);
-	if (rc != 0) {
-		free(out);
-		return rc;
-	}
-	*gpu = out;
-	return 0;
-}

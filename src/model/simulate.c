@@ -23,6 +23,8 @@ struct sim_map {
 	uint32_t *rep_gpu;   /* [G * S]: GPU of each replica, grouped by expert */
 	uint32_t *single_gpu;/* [E]: the GPU of each expert when every expert has exactly
 				one replica, else NULL */
+	const uint32_t *route; /* [G * E] (the caller's): the GPU rank g's visits of e go to,
+				  MP_SIMULATE_ANY = uniform among the replicas; or NULL */
 };
 
 /* Popularity of one loads row. */
@@ -67,6 +69,7 @@ void mp_simulate_options_init(struct mp_simulate_options *opts)
 		.steps = MP_SIMULATE_DEFAULT_STEPS,
 		.seed = MP_SIMULATE_DEFAULT_SEED,
 		.prefer_local = false,
+		.route = NULL,
 		.threads = 0,
 		.gpus = 0,
 		.slots_per_gpu = 0,
@@ -332,13 +335,16 @@ static inline uint32_t draw_one(const struct sim_pop *pop, uint32_t n_experts,
 	return (uint64_t)u < pop->thr[i] ? i : pop->alias[i];
 }
 
-static inline uint32_t pick_replica(const struct sim_map *map, uint32_t e, uint32_t sender,
-				    bool prefer_local, struct mp_rng32 *rng)
+static inline uint32_t pick_replica(const struct sim_map *map, uint32_t n_experts, uint32_t e,
+				    uint32_t sender, bool prefer_local, struct mp_rng32 *rng)
 {
 	const uint32_t base = map->rep_start[e];
 	const uint32_t r = map->rep_start[e + 1] - base;
 	if (r == 1) {
 		return map->rep_gpu[base];
+	}
+	if (map->route && map->route[(size_t)sender * n_experts + e] != MP_SIMULATE_ANY) {
+		return map->route[(size_t)sender * n_experts + e];
 	}
 	if (prefer_local) {
 		for (uint32_t i = 0; i < r; i++) {
@@ -411,7 +417,7 @@ static void route_general(const struct sim_ctx *ctx, const struct sim_map *map,
 				}
 				chosen[j] = e;
 				mark[e] = 1;
-				counts[pick_replica(map, e, sender, prefer_local, &rng)]++;
+				counts[pick_replica(map, n_experts, e, sender, prefer_local, &rng)]++;
 			}
 			for (uint32_t j = 0; j < k; j++) {
 				mark[chosen[j]] = 0;
@@ -573,6 +579,10 @@ static int check_inputs(const struct mp_placement *map, const struct mp_loads *l
 				    "steps %u is out of range (1 to %u)", opts->steps,
 				    MP_SIMULATE_MAX_STEPS);
 	}
+	if (opts->route && (!map || opts->prefer_local)) {
+		return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+				    "an engine's routes need a map and exclude prefer_local");
+	}
 	uint32_t n_experts = opts->n_experts;
 	if (loads) {
 		n_experts = loads->n_experts;
@@ -643,8 +653,30 @@ static int check_inputs(const struct mp_placement *map, const struct mp_loads *l
 
 /* Build the replica tables and popularity tables, and check that every
  * expert with popularity has a slot. */
+/* Every route of map layer m names a GPU holding the expert (or ANY). */
+static int check_route(const struct sim_ctx *ctx, const struct sim_map *sm, uint32_t m,
+		       struct mp_diags *diags)
+{
+	for (uint32_t g = 0; g < ctx->gpus; g++) {
+		for (uint32_t e = 0; e < ctx->n_experts; e++) {
+			const uint32_t to = sm->route[(size_t)g * ctx->n_experts + e];
+			bool held = to == MP_SIMULATE_ANY;
+			for (uint32_t i = sm->rep_start[e]; !held && i < sm->rep_start[e + 1]; i++) {
+				held = sm->rep_gpu[i] == to;
+			}
+			if (!held) {
+				return mp_diags_add(diags, NULL, 0, 0, MP_EINVAL,
+						    "layer %u: the route of GPU %u's expert %u names GPU %u, "
+						    "which holds no replica of it", m, g, e, to);
+			}
+		}
+	}
+	return 0;
+}
+
 static int prepare(const struct mp_placement *map, const struct mp_loads *loads,
-		   uint32_t slots_per_gpu, struct sim_ctx *ctx, struct mp_diags *diags)
+		   const uint32_t *route, uint32_t slots_per_gpu, struct sim_ctx *ctx,
+		   struct mp_diags *diags)
 {
 	int rc = 0;
 	uint32_t *layout = NULL;
@@ -666,6 +698,10 @@ static int prepare(const struct mp_placement *map, const struct mp_loads *loads,
 		assert(slot_expert);
 		rc = build_map(slot_expert, ctx->n_experts, ctx->gpus, slots_per_gpu, m,
 			       &ctx->maps[m], diags);
+		if (rc == 0 && route) {
+			ctx->maps[m].route = route + (size_t)m * ctx->gpus * ctx->n_experts;
+			rc = check_route(ctx, &ctx->maps[m], m, diags);
+		}
 	}
 	for (uint32_t q = 0; q < ctx->n_pops && rc == 0; q++) {
 		if (!loads) {
@@ -708,7 +744,7 @@ int mp_simulate(const struct mp_placement *map, const struct mp_loads *loads,
 	if (rc < 0) {
 		goto cleanup;
 	}
-	rc = prepare(map, loads, slots_per_gpu, &ctx, diags);
+	rc = prepare(map, loads, opts->route, slots_per_gpu, &ctx, diags);
 	if (rc < 0) {
 		goto cleanup;
 	}
