@@ -85,6 +85,91 @@ static void dispatch__two_nodes_by_hand(void **state)
 	mp_dispatch_streams_free(st);
 }
 
+/* Where each rank sends (mp_dispatch_layer_route), map 1 on one node,
+ * worked as above: expert 0 (slots 0, 2, 7): rank 0 -> slot 0, rank 1 ->
+ * slot 2, rank 2 (no copy) -> the node's first, slot 0, rank 3 -> slot 7;
+ * expert 1 (slot 1) -> slot 1 from every rank. The even rule splits expert
+ * 0 (MP_DISPATCH_SPLIT) and sends expert 1 to its only slot. On map 2 over
+ * two nodes, SGLang's dynamic algorithm leaves ranks 2 and 3 (node 1, no
+ * copy of expert 0) splitting; ranks 0 and 1 keep their own. */
+static void dispatch__route_by_hand(void **state)
+{
+	(void)state;
+	struct mp_dispatch sg = {MP_DISPATCH_SGLANG, MP_DISPATCH_STATIC, 0};
+	struct mp_dispatch even = {MP_DISPATCH_EVEN, MP_DISPATCH_STATIC, 0};
+	struct mp_dispatch dyn = {MP_DISPATCH_SGLANG, MP_DISPATCH_DYNAMIC, 2};
+	uint32_t route[4 * 6];
+	assert_int_equal(mp_dispatch_layer_route(&sg, NULL, map1, 6, 4, 2, route), 0);
+	const uint32_t want0[4] = {0, 2, 0, 7};
+	for (int g = 0; g < 4; g++) {
+		assert_int_equal(route[g * 6 + 0], want0[g]);
+		assert_int_equal(route[g * 6 + 1], 1);
+	}
+	assert_int_equal(mp_dispatch_layer_route(&even, NULL, map1, 6, 4, 2, route), 0);
+	for (int g = 0; g < 4; g++) {
+		assert_int_equal(route[g * 6 + 0], MP_DISPATCH_SPLIT);
+		assert_int_equal(route[g * 6 + 1], 1);
+	}
+	static const uint32_t map2[8] = {0, 1, 0, 2, 3, 4, 5, 3};
+	assert_int_equal(mp_dispatch_layer_route(&dyn, NULL, map2, 6, 4, 2, route), 0);
+	const uint32_t want_dyn[4] = {0, 2, MP_DISPATCH_SPLIT, MP_DISPATCH_SPLIT};
+	for (int g = 0; g < 4; g++) {
+		assert_int_equal(route[g * 6 + 0], want_dyn[g]);
+	}
+	assert_int_equal(mp_dispatch_layer_route(&sg, NULL, map1, 6, 4, 2, NULL), MP_EINVAL);
+}
+
+/* One expert at a time (mp_dispatch_sglang_expert). Map 2 on two nodes,
+ * by hand (see above): expert 0 (slots 0, 2) gets 2 ranks on each slot,
+ * expert 3 (slots 4, 7) too. Then four nodes of one GPU, map 3 = GPU0
+ * {0,1} GPU1 {0,2} GPU2 {0,3} GPU3 {4,5}: rank 3 draws one of expert 0's
+ * three slots (a random sample of the remainder), so the streams move;
+ * visiting the experts in id order reproduces mp_dispatch_layer's loads
+ * layer after layer (w / 4 per rank), the contract the placement's
+ * re-seating rests on. */
+static void dispatch__expert_by_expert(void **state)
+{
+	(void)state;
+	uint32_t ranks[3];
+	struct mp_dispatch_streams *st = mp_dispatch_streams_new(2);
+	assert_non_null(st);
+	assert_int_equal(mp_dispatch_sglang_expert(st, (const uint32_t[]){0, 2}, 2, 4, 2, 2, ranks), 0);
+	assert_int_equal(ranks[0], 2);
+	assert_int_equal(ranks[1], 2);
+	assert_int_equal(mp_dispatch_sglang_expert(st, (const uint32_t[]){4, 7}, 2, 4, 2, 2, ranks), 0);
+	assert_int_equal(ranks[0], 2);
+	assert_int_equal(ranks[1], 2);
+	assert_int_equal(mp_dispatch_sglang_expert(st, (const uint32_t[]){2, 0}, 2, 4, 2, 2, ranks), MP_EINVAL);
+	assert_int_equal(mp_dispatch_sglang_expert(NULL, (const uint32_t[]){0, 2}, 2, 4, 2, 2, ranks), MP_EINVAL);
+	mp_dispatch_streams_free(st);
+	static const uint32_t map3[8] = {0, 1, 0, 2, 0, 3, 4, 5};
+	struct mp_dispatch sg = {MP_DISPATCH_SGLANG, MP_DISPATCH_STATIC, 1};
+	struct mp_dispatch_streams *a = mp_dispatch_streams_new(4), *b = mp_dispatch_streams_new(4);
+	assert_non_null(a);
+	assert_non_null(b);
+	uint32_t seen[3] = {0, 0, 0};
+	for (int layer = 0; layer < 8; layer++) {
+		double slot[8];
+		assert_int_equal(mp_dispatch_layer(&sg, a, map3, 6, 4, 2, w, NULL, slot, NULL), 0);
+		assert_int_equal(mp_dispatch_sglang_expert(b, (const uint32_t[]){0, 2, 4}, 3, 4, 2, 1, ranks), 0);
+		assert_int_equal(ranks[0] + ranks[1] + ranks[2], 4);
+		for (int i = 0; i < 3; i++) {
+			double want = ranks[i] * w[0] / 4;
+			assert_true(slot[2 * i] > want - 1e-9 && slot[2 * i] < want + 1e-9);
+			seen[i] += ranks[i] == 2;
+		}
+		for (uint32_t e = 1; e < 6; e++) { /* single replicas: 4 ranks, no draw */
+			uint32_t p = e < 4 ? 2 * e - 1 : e + 2;
+			assert_int_equal(mp_dispatch_sglang_expert(b, &p, 1, 4, 2, 1, ranks), 0);
+			assert_int_equal(ranks[0], 4);
+		}
+	}
+	/* the draws do move: over 8 layers rank 3 chose more than one slot */
+	assert_true((seen[0] > 0) + (seen[1] > 0) + (seen[2] > 0) >= 2);
+	mp_dispatch_streams_free(a);
+	mp_dispatch_streams_free(b);
+}
+
 static void dispatch__refuses_bad_input(void **state)
 {
 	(void)state;
@@ -105,6 +190,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(dispatch__one_node_by_hand),
 		cmocka_unit_test(dispatch__two_nodes_by_hand),
+		cmocka_unit_test(dispatch__route_by_hand),
+		cmocka_unit_test(dispatch__expert_by_expert),
 		cmocka_unit_test(dispatch__refuses_bad_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -146,6 +146,20 @@ MP_EXPORT int mp_dispatch_layer_route(const struct mp_dispatch *d, struct mp_dis
 				      const uint32_t *slot_expert, uint32_t n_experts, uint32_t gpus,
 				      uint32_t slots_per_gpu, uint32_t *route);
 
+/** One expert under SGLang's rule with uniform origin (every rank sends
+ * it 1/G of the tokens), as mp_dispatch_layer treats that expert within
+ * its layer under `static`: cands[c] the expert's slots, strictly
+ * ascending (< G*S); the streams (required) advance exactly as the layer
+ * walk advances them at this expert, so a caller that visits a layer's
+ * experts in id order (single-replica experts draw nothing) reproduces
+ * mp_dispatch_layer's draws expert by expert. ranks[c] out: the number
+ * of ranks sending to each candidate (its load is ranks[i] * w / G).
+ * Returns 0, MP_EINVAL (streams NULL, a shape as mp_dispatch_layer,
+ * cands not ascending) or MP_ENOMEM. */
+MP_EXPORT int mp_dispatch_sglang_expert(struct mp_dispatch_streams *streams, const uint32_t *cands,
+					uint32_t c, uint32_t gpus, uint32_t slots_per_gpu,
+					uint32_t gpus_per_node, uint32_t *ranks);
+
 #ifdef __cplusplus
 }
 #endif

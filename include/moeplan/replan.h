@@ -180,6 +180,39 @@ MP_EXPORT int mp_replan_run(const struct mp_placement *current, const struct mp_
 		  const struct mp_replan_options *opts, struct mp_replan *out,
 		  struct mp_diags *diags);
 
+/** Replace row l of replan->after (a result of mp_replan_run on current
+ * and loads) by slot_expert[N], a plan of the same shape in which every
+ * expert has a slot (replan --engine's choice, moeplan/dispatch.h): the
+ * experts a GPU keeps stay in their current slots and the arrivals fill
+ * the freed ones (ascending expert into ascending slot), so the moves are
+ * counted as mp_replan_run counts them; slot order within a GPU does not
+ * change any GPU's load under the even split or SGLang's rule. The row is
+ * evaluated under the even split on loads row l; its bound becomes the
+ * from-scratch bound (it holds for any move budget; a bound GLPK proved
+ * for the layer's old share of the budget may not) and its method the
+ * static string given. Call mp_replan_recount after the last one. Returns
+ * 0, MP_EINVAL (l or the shape out of range, an expert without a slot) or
+ * MP_ENOMEM. */
+MP_EXPORT int mp_replan_replace_layer(struct mp_replan *replan, const struct mp_placement *current,
+				      const struct mp_loads *loads, uint32_t l, const uint32_t *slot_expert,
+				      const char *method);
+
+/** out[N]: slot_expert[N] (a plan for row l of current, same shape) with
+ * its GPUs relabelled to keep as many of current's experts in place as
+ * possible (a maximum-weight assignment, Hungarian method, as
+ * mp_replan_run relabels its from-scratch plan), the staying experts in
+ * their slots. Loads under the even split do not change; under SGLang's
+ * rule they may (it reads the GPU numbering), so a caller scores the
+ * result itself. Returns 0, MP_EINVAL (l out of range, an expert id out of
+ * range) or MP_ENOMEM. */
+MP_EXPORT int mp_replan_relabel_row(const struct mp_placement *current, uint32_t l,
+				    const uint32_t *slot_expert, uint32_t *out);
+
+/** After mp_replan_replace_layer: the moves (against current), bytes,
+ * transfer time, sum_after, sum_bound, gain and recovered fraction again;
+ * kept is cleared. Returns 0 or MP_ENOMEM. */
+MP_EXPORT int mp_replan_recount(struct mp_replan *replan, const struct mp_placement *current);
+
 /** Fold per-physical-slot counts ([n_layers][N], as engines record them)
  * back to logical experts through `map`: w_e = sum of the counts of the
  * slots holding e. out gets [n_layers][n_experts]. Returns 0, MP_EINVAL

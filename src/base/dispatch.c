@@ -280,7 +280,7 @@ static int work_init(struct work *w, const uint32_t *slot_expert, uint32_t E, ui
 	w->cand = malloc((size_t)N * sizeof(*w->cand));
 	w->gpu_own = malloc((size_t)G * sizeof(*w->gpu_own));
 	w->node_own = malloc((size_t)w->nodes * sizeof(*w->node_own));
-	w->ans = malloc((size_t)G * sizeof(*w->ans));
+	w->ans = calloc(G, sizeof(*w->ans)); /* zeroed: every entry is written before use */
 	w->pool = malloc((size_t)N * sizeof(*w->pool));
 	w->seen = malloc(N);
 	if (!w->off || !w->cand || !w->gpu_own || !w->node_own || !w->ans || !w->pool || !w->seen) {
@@ -486,4 +486,48 @@ int mp_dispatch_layer_route(const struct mp_dispatch *d, struct mp_dispatch_stre
 	}
 	return dispatch_run(d, streams, slot_expert, n_experts, gpus, slots_per_gpu, NULL, NULL, NULL, NULL,
 			    route);
+}
+
+int mp_dispatch_sglang_expert(struct mp_dispatch_streams *streams, const uint32_t *cands, uint32_t c,
+			      uint32_t gpus, uint32_t slots_per_gpu, uint32_t gpus_per_node, uint32_t *ranks)
+{
+	const uint32_t P = gpus_per_node ? gpus_per_node : gpus;
+	const uint32_t N = gpus * slots_per_gpu;
+	if (!streams || !cands || !ranks || c == 0 || gpus == 0 || slots_per_gpu == 0 || gpus % P != 0 ||
+	    streams->nodes != gpus / P) {
+		return MP_EINVAL;
+	}
+	for (uint32_t i = 0; i < c; i++) {
+		if (cands[i] >= N || (i > 0 && cands[i] <= cands[i - 1])) {
+			return MP_EINVAL;
+		}
+	}
+	struct work wk = {.E = 1, .G = gpus, .S = slots_per_gpu, .P = P, .nodes = gpus / P};
+	uint32_t off[2] = {0, c};
+	wk.off = off;
+	wk.cand = (uint32_t *)(uintptr_t)cands; /* read only by sglang_expert */
+	wk.gpu_own = malloc((size_t)gpus * sizeof(*wk.gpu_own));
+	wk.node_own = malloc((size_t)wk.nodes * sizeof(*wk.node_own));
+	wk.ans = calloc(gpus, sizeof(*wk.ans));
+	wk.pool = malloc((size_t)N * sizeof(*wk.pool));
+	wk.seen = malloc(N);
+	double *sl = calloc(N, sizeof(*sl));
+	int rc = wk.gpu_own && wk.node_own && wk.ans && wk.pool && wk.seen && sl ? 0 : MP_ENOMEM;
+	if (rc == 0) {
+		for (uint32_t g = 0; g < gpus; g++) {
+			wk.gpu_own[g] = NONE;
+		}
+		const double one = gpus; /* w / G = 1 token per rank */
+		sglang_expert(&wk, streams, 0, &one, NULL, sl);
+		for (uint32_t i = 0; i < c; i++) {
+			ranks[i] = (uint32_t)llround(sl[cands[i]]);
+		}
+	}
+	free(wk.gpu_own);
+	free(wk.node_own);
+	free(wk.ans);
+	free(wk.pool);
+	free(wk.seen);
+	free(sl);
+	return rc;
 }

@@ -22,6 +22,7 @@
 #include "moeplan/doc.h"
 #include "moeplan/engine.h"
 #include "moeplan/history.h"
+#include "moeplan/replan.h"
 #include "moeplan/roofline.h"
 #include "opt.h"
 
@@ -535,5 +536,47 @@ int cli_simulate_route(const char *plan, const char *phase, const struct mp_mode
  * rows); 0 or MP_ENOMEM (then *route is unchanged). */
 int cli_simulate_route_rows(uint32_t **route, const uint32_t *rows, uint32_t n_rows, uint32_t gpus,
 			    uint32_t n_experts);
+
+
+/* ---- replan --engine (replan-engine.c, issue 24) ---- */
+
+/** What replan --engine chooses from: the rows re-planned (cur, with the
+ * loads of the same rows), and how the engine walks the map. */
+struct cli_replan_engine_in {
+	const struct mp_dispatch *d;            /**< the rule (not even) */
+	const struct mp_placement *cur;         /**< the current rows re-planned */
+	const struct mp_loads *loads;           /**< [cur rows][experts] */
+	const struct mp_placement *full;        /**< the whole engine map (rows = hidden layers) or NULL */
+	const uint32_t *ids;                    /**< with full: row of full of each re-planned row */
+	const uint32_t *own;                    /**< a moeplan plan's rows' hidden layers, or NULL */
+	const char *model;                      /**< --model (its MoE layers), or NULL */
+	const struct mp_replan_options *opts;   /**< budget, move cost, min gain, limits */
+};
+
+/** Its outcome, per re-planned row: the busiest GPU under the rule before
+ * and after, the mean load (the bound), the moves and which candidate the
+ * row took (0 current, 1 the even-split re-plan, 2 place --engine's plan). */
+struct cli_replan_engine {
+	struct mp_dispatch d;
+	uint32_t n_layers;
+	double *before, *after, *mean; /**< [n_layers], in the unit of the loads */
+	uint32_t *moves;               /**< [n_layers] */
+	unsigned char *choice;         /**< [n_layers] */
+	double sum_before, sum_after, sum_bound, gain;
+	bool kept;                     /**< the gain under the rule was below --min-gain */
+	double kept_gain;
+};
+
+/** Choose each row of r->after under in->d (the file's top comment): r
+ * is mp_replan_run's result on in->cur and in->loads and gets the chosen
+ * rows (mp_replan_replace_layer, mp_replan_recount); x is filled. Returns
+ * 0 or an MP_ code (reported in diags where it is the input's). */
+int cli_replan_engine_run(const struct cli_replan_engine_in *in, struct mp_replan *r,
+			  struct cli_replan_engine *x, struct mp_diags *diags);
+void cli_replan_engine_finish(struct cli_replan_engine *x);
+/** The per-row table and totals; names: the rows' layer ids, or NULL. */
+void cli_replan_engine_print(FILE *f, const struct cli_replan_engine *x, const uint32_t *names);
+/** The `engine` record into the re-plan record. 0 or MP_ENOMEM. */
+int cli_replan_engine_doc(const struct cli_replan_engine *x, const uint32_t *names, struct mp_doc *record);
 
 #endif

@@ -38,6 +38,9 @@ enum {
 	OPT_HALF_LIFE,
 	OPT_SPREAD_K,
 	OPT_WINDOWS,
+	OPT_ENGINE,
+	OPT_EP_DISPATCH_ALGORITHM,
+	OPT_GPUS_PER_NODE,
 };
 
 static const struct cli_opt replan_options[] = {
@@ -91,6 +94,15 @@ static const struct cli_opt replan_options[] = {
 	{"half-life", OPT_HALF_LIFE, "W", "with --objective recency: windows over which a window's weight halves (default 2)", NULL},
 	{"spread-k", OPT_SPREAD_K, "K", "with --objective spread: standard deviations added to each expert's mean, 0 to 100 (default 1)", NULL},
 	{"windows", OPT_WINDOWS, "FIRST:LAST", "with a history: use windows FIRST to LAST only, numbered from 1 (default: all)", NULL},
+	{"engine", OPT_ENGINE, "NAME", "choose each layer under this engine's dispatch: even (every replica 1/r,\n"
+		"                                 the default: the re-plan as without it), sglang (own GPU's replica,\n"
+		"                                 else the node's first, else SGLang's fair choice) or vllm; per layer\n"
+		"                                 the lowest of the current row, the even-split re-plan and place\n"
+		"                                 --engine's plan within the moves", "even sglang vllm"},
+	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: static (SGLang's seeded "
+		"choice per rank,\n                                 default) or dynamic", "static dynamic"},
+	{"gpus-per-node", OPT_GPUS_PER_NODE, "N", "with --engine sglang: GPUs per node, dividing the GPUs (default: "
+		"all on\n                                 one node)", NULL},
 	{"output", 'o', "FILE", "write the output to FILE atomically ('-' = stdout, the default)", CLI_COMPLETE_FILE},
 	CLI_OPT_FORMAT_YAML,
 	CLI_OPT_VERBOSE,
@@ -154,6 +166,7 @@ struct replan_args {
 	bool have_layer_time;
 	struct mp_replan_options opts;
 	struct cli_history history;
+	struct cli_engine engine;
 };
 
 static int parse_args(int argc, char **argv, struct replan_args *a)
@@ -271,6 +284,22 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 		case OPT_NO_MIP:
 			a->opts.mip = false;
 			break;
+		case OPT_ENGINE:
+			if (!cli_engine_parse("replan", optarg, &a->engine)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_EP_DISPATCH_ALGORITHM:
+			if (!cli_engine_parse_algorithm("replan", optarg, &a->engine)) {
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_GPUS_PER_NODE:
+			if (!cli_parse_u32("replan", "gpus-per-node", optarg, 1, MP_MAX_GPUS,
+					   &a->engine.d.gpus_per_node)) {
+				return EXIT_USAGE;
+			}
+			break;
 		case 'o':
 			a->output = optarg;
 			break;
@@ -302,6 +331,18 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 	if (a->pareto && (a->max_moves || a->move_cost || a->have_export)) {
 		return cli_usage("replan", "--pareto prints the whole front: it takes no --max-moves, "
 				 "--move-cost or --export");
+	}
+	if ((a->engine.have_algorithm || a->engine.d.gpus_per_node) && a->engine.d.rule != MP_DISPATCH_SGLANG) {
+		return cli_usage("replan", "--ep-dispatch-algorithm and --gpus-per-node are SGLang's: "
+				 "they need --engine sglang");
+	}
+	if (a->engine.d.algorithm == MP_DISPATCH_FAKE) {
+		return cli_usage("replan", "--ep-dispatch-algorithm fake replaces the router's choices by "
+				 "uniform ones, so no placement changes its balance: static or dynamic here");
+	}
+	if (a->pareto && a->engine.d.rule != MP_DISPATCH_EVEN) {
+		return cli_usage("replan", "--pareto prints the even split's front: it takes no --engine %s",
+				 mp_dispatch_rule_name(a->engine.d.rule));
 	}
 	if (a->svg && !a->pareto) {
 		return cli_usage("replan", "--svg draws the Pareto front: give --pareto too");
@@ -841,6 +882,8 @@ int cmd_replan(int argc, char **argv)
 	struct mp_doc *record = NULL;
 	struct mp_doc *doc = NULL;
 	struct cli_layers layers = {0};
+	struct cli_replan_engine eng = {0};
+	const bool by_engine = a.engine.d.rule != MP_DISPATCH_EVEN;
 	status = EXIT_INPUT;
 
 	int rc = load_inputs(&a, &cur, &info, &rows, &loads, &diags);
@@ -866,7 +909,20 @@ int cmd_replan(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (by_engine && a.engine.d.gpus_per_node && cur.gpus % a.engine.d.gpus_per_node != 0) {
+		cli_error("--gpus-per-node %u does not divide the map's %u GPUs", a.engine.d.gpus_per_node,
+			  cur.gpus);
+		goto out;
+	}
 	rc = mp_replan_run(&cur, &loads, &a.opts, &r, &diags);
+	if (rc == 0 && by_engine) {
+		struct cli_replan_engine_in in = {
+			.d = &a.engine.d, .cur = &cur, .loads = &loads,
+			.full = rows.ids ? &rows.full : NULL, .ids = rows.ids, .own = rows.plan_ids,
+			.model = a.model, .opts = &a.opts,
+		};
+		rc = cli_replan_engine_run(&in, &r, &eng, &diags);
+	}
 	if (rc) {
 		goto out;
 	}
@@ -893,6 +949,10 @@ int cmd_replan(int argc, char **argv)
 	record = mp_replan_to_doc(&r, &a.opts, named_rows(&rows));
 	if (record && a.history.view.n_windows > 0) {
 		cli_history_doc(&a.history, -1.0, 0.0, record);
+	}
+	if (record && by_engine && cli_replan_engine_doc(&eng, named_rows(&rows), record) != 0) {
+		rc = MP_ENOMEM;
+		goto out;
 	}
 	/* the new map: the whole engine map with the re-planned rows in it */
 	const struct mp_placement *new_map = &r.after;
@@ -944,6 +1004,9 @@ int cmd_replan(int argc, char **argv)
 				info.kind == MP_REPLAN_SOURCE_LIST ||
 				info.kind == MP_REPLAN_SOURCE_VLLM;
 		print_report(rep, &a, &r, &cur, &rows, !map_only);
+		if (by_engine) {
+			cli_replan_engine_print(rep, &eng, named_rows(&rows));
+		}
 	}
 	status = EXIT_OK;
 out:
@@ -953,6 +1016,7 @@ out:
 	}
 	mp_doc_destroy(record);
 	mp_doc_destroy(doc);
+	cli_replan_engine_finish(&eng);
 	cli_history_finish(&a.history);
 	cli_layers_finish(&layers);
 	mp_replan_finish(&r);

@@ -18,7 +18,10 @@
  * the scored candidates are checked in order by the exact rule with the
  * layer's random streams, and the first that improves the exact value is
  * made. Work is counted in steps (budget 400 x effort per layer), so
- * plans do not depend on the machine.
+ * plans do not depend on the machine. Where it draws (and no earlier row
+ * copies the layer), the layer is then re-seated (dispatch-reseat.c) from
+ * the search's plan and from the even plan, and the best by the exact
+ * rule is kept.
  *
  * Bound: every token lands on some GPU, so the mean load bounds the
  * busiest GPU under any rule; it is the only bound claimed here. */
@@ -472,6 +475,33 @@ static int spread(struct ds *s)
 	return 0;
 }
 
+/* pl_dispatch_reseat of from (dispatch-reseat.c), its exact value from
+ * the layer's streams; into keep (and *mx, *sq) when better. */
+static int try_reseat(struct ds *s, const uint32_t *from, uint32_t *keep, double *mx, double *sq)
+{
+	uint32_t *cand = malloc((size_t)s->N * sizeof(*cand));
+	struct mp_dispatch_streams *st = mp_dispatch_streams_copy(s->start);
+	int rc = cand && st ? 0 : MP_ENOMEM;
+	bool changed = false;
+	if (rc == 0) {
+		memcpy(cand, from, (size_t)s->N * sizeof(*cand));
+		rc = pl_dispatch_reseat(&s->d, s->w, s->E, s->G, s->S, s->start, cand, &changed);
+	}
+	if (rc == 0 && changed) {
+		rc = mp_dispatch_layer(&s->d, st, cand, s->E, s->G, s->S, s->w, NULL, NULL, s->est);
+		double cmx, csq;
+		objective(s->est, s->G, &cmx, &csq);
+		if (rc == 0 && better(cmx, csq, *mx, *sq)) {
+			memcpy(keep, cand, (size_t)s->N * sizeof(*cand));
+			*mx = cmx;
+			*sq = csq;
+		}
+	}
+	mp_dispatch_streams_free(st);
+	free(cand);
+	return rc;
+}
+
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       double effort, struct mp_dispatch_streams *streams, const unsigned char *pre,
 		       uint32_t n_pre, struct mp_layer_placement *lp)
@@ -504,6 +534,10 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 		}
 		rc = kick(&s, (uint32_t)k);
 		moved = true;
+	}
+	for (int base = 0; rc == 0 && s.draws && s.n_pre == 0 && base < 2; base++) {
+		/* re-seated from the search's plan and from the even split's */
+		rc = try_reseat(&s, base ? lp->slot_expert : keep_slot, keep_slot, &keep_mx, &keep_sq);
 	}
 	if (rc == 0) {
 		memcpy(lp->slot_expert, keep_slot, (size_t)s.N * sizeof(*s.slot));

@@ -337,6 +337,14 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       double effort, struct mp_dispatch_streams *streams, const unsigned char *pre,
 		       uint32_t n_pre, struct mp_layer_placement *lp);
+/* A layer re-seated for SGLang's static dispatch over several nodes
+ * (dispatch-reseat.c): the replica counts of slot[G*S] kept, each
+ * multi-replica expert's node set chosen (in expert order, from the
+ * streams' state start at this layer) so that its draws fall most evenly,
+ * then the fixed loads packed. slot is replaced only when *changed. The
+ * rows before the layer must not copy it. Returns 0 or MP_ENOMEM. */
+int pl_dispatch_reseat(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
+		       const struct mp_dispatch_streams *start, uint32_t *slot, bool *changed);
 /* Every layer of p under opts->dispatch (dispatch-search.c). */
 int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts,
 		      struct mp_placement *p);

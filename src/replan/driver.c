@@ -499,8 +499,8 @@ static int eval_into(const uint32_t *map, const double *w, const struct mp_place
 	return mp_place_evaluate(map, w, shape->n_experts, shape->gpus, shape->slots_per_gpu, out);
 }
 
-/* Moves, bytes and the transfer time estimate. */
-static int collect_moves(struct mp_replan *out, const struct mp_placement *cur)
+/* Moves, bytes and the transfer time estimate (replan/internal.h). */
+int rp_collect_moves(struct mp_replan *out, const struct mp_placement *cur)
 {
 	uint32_t L = cur->n_layers;
 	uint32_t G = cur->gpus;
@@ -863,7 +863,7 @@ static int run_finish(struct replan_run *r)
 	}
 	double denom = r->res.sum_before - r->res.sum_scratch;
 	r->res.recovered = denom > 0 ? (r->res.sum_before - r->res.sum_after) / denom : 1.0;
-	rc = collect_moves(&r->res, r->current);
+	rc = rp_collect_moves(&r->res, r->current);
 	if (rc) {
 		return rc;
 	}

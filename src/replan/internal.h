@@ -226,4 +226,11 @@ int rp_layer_curve(struct rp_layer_work *lw, const struct mp_layer_placement *sc
 int rp_split_budget(struct rp_layer_work *lws, uint32_t L, uint64_t budget, double *total,
 		    size_t total_len);
 
+/* --- the result's moves (driver.c) --- */
+
+/* out->moves (allocated; out->moves must be NULL), each layer's moves and
+ * bytes, the total bytes and transfer time, from out->after against cur.
+ * 0 or MP_ENOMEM. */
+int rp_collect_moves(struct mp_replan *out, const struct mp_placement *cur);
+
 #endif
