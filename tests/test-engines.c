@@ -662,6 +662,82 @@ static void engines__place_sglang(void **state)
 	unlink(pl);
 }
 
+/* A tester's findings on the engine options (issue 24): SGLang's options
+ * on a map scored under another rule are a usage error in check, as in
+ * place, replan and simulate; simulate takes --gpus (the name a bare map's
+ * error gives) as --ep, never as a prefix of --gpus-per-node; the
+ * simulator's complaint about a loads row names the loads file. */
+static void engines__option_findings(void **state)
+{
+	(void)state;
+	char pl[64], one[64];
+	snprintf(pl, sizeof(pl), "/tmp/test-engines-opt-%d.yaml", (int)getpid());
+	snprintf(one, sizeof(one), "/tmp/test-engines-one-%d.csv", (int)getpid());
+	const char *dump = src_path(DIR "stat-dump.pt");
+	struct cli_result r = cli_run("place", dump, "--gpus", "4", "--slots", "20", "-o", pl, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", dump, "--ep-dispatch-algorithm", "dynamic", NULL);
+	assert_int_equal(r.status, 2);
+	assert_non_null(strstr(r.err, "give --engine sglang"));
+	cli_result_free(&r);
+	r = cli_run("check", pl, "--loads", dump, "--engine", "even", "--gpus-per-node", "2", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	struct cli_result ep = cli_run("simulate", "--plan", pl, "-e", "4", "-k", "2", "-r", "4", "--steps", "50", NULL);
+	struct cli_result gp = cli_run("simulate", "--plan", pl, "--gpus", "4", "-k", "2", "-r", "4", "--steps", "50",
+				       NULL);
+	assert_int_equal(ep.status, 0);
+	assert_int_equal(gp.status, 0);
+	assert_string_equal(ep.out, gp.out);
+	cli_result_free(&ep);
+	cli_result_free(&gp);
+	r = cli_run("simulate", "--plan", pl, "--gpus", "4", "-e", "4", "-k", "2", "-r", "4", NULL);
+	assert_int_equal(r.status, 2);
+	cli_result_free(&r);
+	FILE *f = fopen(one, "w");
+	assert_non_null(f);
+	fputs("5,0,0,0,0,0,0,0\n", f); /* one expert with popularity, top_k 2 */
+	fclose(f);
+	r = cli_run("simulate", "-e", "4", "-s", "8", "--loads", one, "-k", "2", "-r", "4", NULL);
+	assert_int_equal(r.status, 1);
+	char want[96];
+	snprintf(want, sizeof(want), "%s: error: loads row 0:", one);
+	assert_non_null(strstr(r.err, want));
+	cli_result_free(&r);
+	unlink(pl);
+	unlink(one);
+}
+
+/* A vLLM-shaped map (one row per MoE layer) whose own key comes after a
+ * map larger than the 64 KiB check reads first (DeepSeek-V3: 58 MoE rows
+ * of 288 slots, "ep_size" last, as json.dump writes a dict): scored as
+ * vLLM's, so --model asks no row per hidden layer of it (the tester saw
+ * it refused as SGLang's, 58 rows against 61). */
+static void engines__vllm_key_after_large_map(void **state)
+{
+	(void)state;
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/test-engines-vllm-%d.json", (int)getpid());
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("{\"physical_to_logical_map\": [", f);
+	for (int l = 0; l < 58; l++) {
+		fputs(l ? ", [" : "[", f);
+		for (int p = 0; p < 288; p++) {
+			fprintf(f, p ? ", %d" : "%d", p % 256);
+		}
+		fputs("]", f);
+	}
+	fputs("], \"ep_size\": 8}\n", f);
+	assert_true(ftell(f) > 65536);
+	fclose(f);
+	struct cli_result r = cli_run("check", path, "--model", src_path("plans/models/deepseek-v3.yaml"), NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	unlink(path);
+}
+
 /* Issue 24, loads that skip MoE layers over three nodes (the bug: place
  * --engine sglang reported 1.0006 where check of its map gave 1.239 on
  * DeepSeek-V3 at EP72, because the placement walked SGLang's static
@@ -969,6 +1045,8 @@ int main(void)
 		cmocka_unit_test(engines__skipped_layers_three_nodes),
 		cmocka_unit_test(engines__check_plan_layers_without_model),
 		cmocka_unit_test(engines__check_positional_loads),
+		cmocka_unit_test(engines__option_findings),
+		cmocka_unit_test(engines__vllm_key_after_large_map),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

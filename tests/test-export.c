@@ -443,8 +443,28 @@ static void export__launch_line(void **state)
 	assert_non_null(launch);
 	assert_true(flags_known(strstr(r.err, "sglang flags:")) >= 13);
 	assert_non_null(strstr(launch, "--ep-dispatch-algorithm dynamic --nnodes 2 "));
+	/* the short flags line and the explanation say the same (a tester saw
+	 * 'static' there and 'dynamic' called SGLang's default) */
+	const char *flags = strstr(r.err, "sglang flags:");
+	assert_true(flags && strcspn(flags, "\n") > strlen("--ep-dispatch-algorithm dynamic"));
+	assert_int_equal(strncmp(flags + strcspn(flags, "\n") - strlen("--ep-dispatch-algorithm dynamic"),
+				 "--ep-dispatch-algorithm dynamic", strlen("--ep-dispatch-algorithm dynamic")),
+			 0);
+	assert_non_null(strstr(r.err, "--ep-dispatch-algorithm dynamic (set by the plan; SGLang's default "
+				      "with --init-expert-location is static)"));
+	cli_result_free(&r);
+	/* replan --export keeps the nodes and the algorithm it re-planned for */
+	r = cli_run("replan", "--plan", "/tmp/test-export-launch.json", "--gpus", "4", "--loads",
+		    src_path("tests/data/loads/eplb-sglang-3d.json"), "--engine", "sglang",
+		    "--ep-dispatch-algorithm", "dynamic", "--gpus-per-node", "2", "--export", "sglang", "-o",
+		    "/tmp/test-export-launch-2.json", NULL);
+	assert_int_equal(r.status, 0);
+	launch = strstr(r.err, "sglang launch: python3");
+	assert_non_null(launch);
+	assert_non_null(strstr(launch, "--ep-dispatch-algorithm dynamic --nnodes 2 "));
 	cli_result_free(&r);
 	unlink("/tmp/test-export-launch.json");
+	unlink("/tmp/test-export-launch-2.json");
 }
 
 /* plan --export sglang (issue 24 item 4): the launch line carries the

@@ -480,6 +480,15 @@ struct cli_engine {
 bool cli_engine_parse(const char *cmd, const char *name, struct cli_engine *e);
 /** Parse --ep-dispatch-algorithm NAME (static, dynamic, fake). */
 bool cli_engine_parse_algorithm(const char *cmd, const char *name, struct cli_engine *e);
+/** Which of the three engine options cli_engine_option parses. */
+enum cli_engine_opt {
+	CLI_ENGINE_OPT_RULE,          /**< --engine NAME */
+	CLI_ENGINE_OPT_ALGORITHM,     /**< --ep-dispatch-algorithm ALG */
+	CLI_ENGINE_OPT_GPUS_PER_NODE, /**< --gpus-per-node N, 1 .. MP_MAX_GPUS */
+};
+/** --engine, --ep-dispatch-algorithm or --gpus-per-node (which) on check,
+ * replan and simulate into e; false after a usage message naming cmd. */
+bool cli_engine_option(const char *cmd, enum cli_engine_opt which, const char *arg, struct cli_engine *e);
 /** --engine NAME|FILE on plan, step and search (engine-profile.c): even (an
  * ideal engine: *out initialised), sglang or vllm (built in) or a profile
  * file into *out. Returns EXIT_OK, EXIT_USAGE (a name that is neither, not

@@ -92,13 +92,13 @@ struct check_args {
 /* --engine, --ep-dispatch-algorithm, --gpus-per-node (issue 24). */
 static bool parse_engine_arg(int c, const char *arg, struct cli_engine *e)
 {
+	enum cli_engine_opt which = CLI_ENGINE_OPT_GPUS_PER_NODE;
 	if (c == OPT_ENGINE) {
-		return cli_engine_parse("check", arg, e);
+		which = CLI_ENGINE_OPT_RULE;
+	} else if (c == OPT_EP_DISPATCH_ALGORITHM) {
+		which = CLI_ENGINE_OPT_ALGORITHM;
 	}
-	if (c == OPT_EP_DISPATCH_ALGORITHM) {
-		return cli_engine_parse_algorithm("check", arg, e);
-	}
-	return cli_parse_u32("check", "gpus-per-node", arg, 1, MP_MAX_GPUS, &e->d.gpus_per_node);
+	return cli_engine_option("check", which, arg, e);
 }
 
 /* --gpus N or its synonym --ep-size N (issue 26 item 5: plan --export
@@ -463,13 +463,20 @@ static int check_sglang_rows(const struct check_args *a, const struct mp_placeme
 }
 
 /* The engine: --engine, else the map file's own (cli_engine_of_file);
- * the node size must divide the map's GPUs. Nonzero after an error. */
+ * SGLang's options only under SGLang's rule (EXIT_USAGE); the node size
+ * must divide the map's GPUs (MP_EINVAL). 0 or either after a message. */
 static int check_engine_resolve(const struct check_args *a, const struct mp_placement *map,
 				struct check_engine *ce)
 {
 	ce->d = a->engine.d;
 	if (!a->engine.given) {
 		ce->d.rule = cli_engine_of_file(a->plan);
+	}
+	if ((a->engine.have_algorithm || a->engine.d.gpus_per_node) && ce->d.rule != MP_DISPATCH_SGLANG) {
+		/* as place, replan and simulate: SGLang's options change nothing here */
+		cli_usage("check", "--ep-dispatch-algorithm and --gpus-per-node are SGLang's, and %s is "
+			  "scored under %s: give --engine sglang", a->plan, mp_dispatch_rule_name(ce->d.rule));
+		return EXIT_USAGE;
 	}
 	if (ce->d.gpus_per_node && map->gpus % ce->d.gpus_per_node != 0) {
 		cli_error("--gpus-per-node %u does not divide the map's %u GPUs", ce->d.gpus_per_node,
@@ -702,7 +709,12 @@ int cmd_check(int argc, char **argv)
 	/* Engines' balancers may put two replicas of an expert on one GPU
 	 * (both engines accept it): scored as it stands, with a warning. */
 	warn_duplicates(a.plan, &map);
-	if (check_sglang_rows(&a, &map, hidden) != 0 || check_engine_resolve(&a, &map, &ce) != 0) {
+	if (check_sglang_rows(&a, &map, hidden) != 0) {
+		goto out;
+	}
+	rc = check_engine_resolve(&a, &map, &ce);
+	if (rc != 0) {
+		exit_code = rc == EXIT_USAGE ? EXIT_USAGE : EXIT_INPUT;
 		goto out;
 	}
 	if (a.loads) {

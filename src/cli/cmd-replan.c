@@ -169,6 +169,15 @@ struct replan_args {
 	struct cli_engine engine;
 };
 
+/* The engine option an id of this command's table names. */
+static enum cli_engine_opt engine_opt_of(int c)
+{
+	if (c == OPT_ENGINE) {
+		return CLI_ENGINE_OPT_RULE;
+	}
+	return c == OPT_GPUS_PER_NODE ? CLI_ENGINE_OPT_GPUS_PER_NODE : CLI_ENGINE_OPT_ALGORITHM;
+}
+
 static int parse_args(int argc, char **argv, struct replan_args *a)
 {
 	struct cli_parser parser;
@@ -285,18 +294,9 @@ static int parse_args(int argc, char **argv, struct replan_args *a)
 			a->opts.mip = false;
 			break;
 		case OPT_ENGINE:
-			if (!cli_engine_parse("replan", optarg, &a->engine)) {
-				return EXIT_USAGE;
-			}
-			break;
 		case OPT_EP_DISPATCH_ALGORITHM:
-			if (!cli_engine_parse_algorithm("replan", optarg, &a->engine)) {
-				return EXIT_USAGE;
-			}
-			break;
 		case OPT_GPUS_PER_NODE:
-			if (!cli_parse_u32("replan", "gpus-per-node", optarg, 1, MP_MAX_GPUS,
-					   &a->engine.d.gpus_per_node)) {
+			if (!cli_engine_option("replan", engine_opt_of(c), optarg, &a->engine)) {
 				return EXIT_USAGE;
 			}
 			break;
@@ -859,6 +859,21 @@ static int resolve_cost(struct replan_args *a, const struct mp_replan_plan_info 
 	return EXIT_OK;
 }
 
+/* The launch line of --export (issue 24): the nodes (--gpus-per-node, else
+ * the current plan's) and, under --engine sglang, the dispatch algorithm
+ * the re-plan was chosen for. */
+static void replan_set_launch(const struct replan_args *a, const struct mp_placement *cur)
+{
+	struct mp_export_launch l;
+	struct mp_placement none = {0};
+	mp_export_launch_init(&l, &none);
+	l.gpus_per_node = a->engine.d.gpus_per_node ? a->engine.d.gpus_per_node : cur->gpus_per_node;
+	if (a->engine.d.rule == MP_DISPATCH_SGLANG) {
+		l.ep_dispatch_algorithm = mp_dispatch_algorithm_name(a->engine.d.algorithm);
+	}
+	cli_export_set_launch(&l);
+}
+
 int cmd_replan(int argc, char **argv)
 {
 	struct replan_args a = {0};
@@ -964,6 +979,7 @@ int cmd_replan(int argc, char **argv)
 		new_map = &rows.full;
 	}
 	if (a.have_export) {
+		replan_set_launch(&a, &cur);
 		status = replan_layers(&a, &info, &loads, new_map->n_layers, &layers);
 		if (status != EXIT_OK) {
 			goto out;

@@ -481,6 +481,28 @@ static void merge(const struct args *a, struct mp_deploy_options *o)
 	}
 }
 
+/* The launch line of --export (issue 24) for the chosen decode placement:
+ * its nodes, the dispatch algorithm it was placed for and MTP (as plan's;
+ * the search audits no memory fraction per point: plan gives that). */
+static void search_set_launch(const struct mp_deploy *d, const struct mp_scenario *sc,
+			      const struct mp_deploy_options *opts)
+{
+	struct mp_export_launch l;
+	mp_export_launch_init(&l, &d->decode_placement);
+	l.gpus_per_node = d->decode_placement.gpus_per_node;
+	if (opts->place.dispatch.rule == MP_DISPATCH_SGLANG) {
+		l.ep_dispatch_algorithm = mp_dispatch_algorithm_name(opts->place.dispatch.algorithm);
+		if (opts->place.dispatch.gpus_per_node) {
+			l.gpus_per_node = opts->place.dispatch.gpus_per_node;
+		}
+	}
+	double drafted = sc->decode.tokens_per_request - 1.0;
+	if (sc->model.drafter.moe_stages > 0 && drafted >= 0.5) {
+		l.mtp_steps = (uint32_t)lround(drafted);
+	}
+	cli_export_set_launch(&l);
+}
+
 int cmd_search(int argc, char **argv)
 {
 	struct args a = {0};
@@ -570,6 +592,7 @@ int cmd_search(int argc, char **argv)
 					      2, opts.place.time_limit_s, doc);
 		}
 		if (a.export_format && d.placed) {
+			search_set_launch(&d, &sc, &opts);
 			rc = cli_layers_from_model(&layers, &sc.model, d.loads.layer_ids, d.loads.n_layers);
 			if (rc) {
 				cli_error("%s: %s", a.path, mp_strerror(rc));

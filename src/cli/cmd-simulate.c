@@ -12,13 +12,14 @@
 
 /* No short options for these: -n is --gpus-per-node and -S --split in
  * the other commands. */
-enum { OPT_STEPS = CLI_OPT_LONG, OPT_SEED, OPT_ENGINE, OPT_EP_DISPATCH_ALGORITHM, OPT_GPUS_PER_NODE };
+enum { OPT_STEPS = CLI_OPT_LONG, OPT_SEED, OPT_ENGINE, OPT_EP_DISPATCH_ALGORITHM, OPT_GPUS_PER_NODE, OPT_GPUS };
 
 static const struct cli_opt simulate_options[] = {
 	{"plan", 'p', "PLAN", "slot->expert map: plan, placement, SGLang, vLLM (default: made from --ep and --slots)", CLI_COMPLETE_FILE},
 	{"phase", 'P', "PHASE", "phase of a full plan: decode (default), prefill", "decode prefill"},
 	{"model", 'm', "MODEL", "model file: experts and top-k (default: none)", CLI_COMPLETE_INPUT},
 	{"ep", 'e', "N", "EP width; with --plan, GPUs of a bare map (required without --plan)", NULL},
+	{"gpus", OPT_GPUS, "N", "the same as --ep (the name check and replan use); give one of them (default: --ep)", NULL},
 	{"slots", 's', "S", "physical slots per layer in all, a multiple of N, as in place/fit/roofline (default: E rounded up to a multiple of N)", NULL},
 	{"loads", 'l', "LOADS", "popularity per layer (default uniform)", CLI_COMPLETE_FILE},
 	{"top-k", 'k', "K", "experts per token (default: the model's)", NULL},
@@ -123,7 +124,11 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 			a->model = optarg;
 			break;
 		case 'e':
-			ok = cli_parse_u32("simulate", "ep", optarg, 1, MP_MAX_GPUS, &a->ep);
+		case OPT_GPUS:
+			if (a->ep) {
+				return cli_usage("simulate", "give the EP width once (--ep and --gpus are one option)");
+			}
+			ok = cli_parse_u32("simulate", c == 'e' ? "ep" : "gpus", optarg, 1, MP_MAX_GPUS, &a->ep);
 			break;
 		case 's':
 			ok = cli_parse_u32("simulate", "slots", optarg, 1, UINT32_MAX, &a->slots);
@@ -151,14 +156,13 @@ static int parse_args(int argc, char **argv, struct simulate_args *a)
 			a->prefer_local = true;
 			break;
 		case OPT_ENGINE:
-			ok = cli_engine_parse("simulate", optarg, &a->engine);
+			ok = cli_engine_option("simulate", CLI_ENGINE_OPT_RULE, optarg, &a->engine);
 			break;
 		case OPT_EP_DISPATCH_ALGORITHM:
-			ok = cli_engine_parse_algorithm("simulate", optarg, &a->engine);
+			ok = cli_engine_option("simulate", CLI_ENGINE_OPT_ALGORITHM, optarg, &a->engine);
 			break;
 		case OPT_GPUS_PER_NODE:
-			ok = cli_parse_u32("simulate", "gpus-per-node", optarg, 1, MP_MAX_GPUS,
-					   &a->engine.d.gpus_per_node);
+			ok = cli_engine_option("simulate", CLI_ENGINE_OPT_GPUS_PER_NODE, optarg, &a->engine);
 			break;
 		case 'j':
 			ok = cli_parse_u32("simulate", "threads", optarg, 1, 1024, &threads);
@@ -493,6 +497,18 @@ static const char *plan_traffic(struct simulate_args *a, struct mp_loads *loads,
 	return popularity;
 }
 
+/* The simulator's messages about the loads (rows of popularity) name no
+ * file: they get the loads file's name. */
+static void name_loads_diags(struct mp_diags *diags, const char *loads)
+{
+	for (size_t i = 0; loads && i < diags->count; i++) {
+		struct mp_diag *d = &diags->items[i];
+		if (!d->file && strncmp(d->message, "loads row", 9) == 0) {
+			d->file = strdup(loads);
+		}
+	}
+}
+
 int cmd_simulate(int argc, char **argv)
 {
 	struct simulate_args a = {
@@ -577,6 +593,7 @@ int cmd_simulate(int argc, char **argv)
 	bool placed = strcmp(layout, "placed") == 0;
 	rc = mp_simulate(a.plan || placed ? &map : NULL, a.loads ? &loads : NULL, &opts, &res, &diags);
 	if (rc) {
+		name_loads_diags(&diags, a.loads);
 		goto out;
 	}
 	doc = report(&a, a.model ? &model : NULL, layout, popularity, &res);

@@ -57,12 +57,15 @@ int cli_scenario_engine(const char *cmd, struct mp_scenario *sc, struct mp_engin
 			return EXIT_INPUT;
 		}
 	}
-	const struct mp_engine_profile *e = &sc->engine;
+	struct mp_engine_profile *e = &sc->engine;
 	place->dispatch.rule = e->name ? e->dispatch : MP_DISPATCH_EVEN;
 	place->dispatch.algorithm = alg->have_algorithm ? alg->d.algorithm : e->ep_dispatch_algorithm;
 	if (alg->have_algorithm && place->dispatch.rule != MP_DISPATCH_SGLANG) {
 		return cli_usage(cmd, "--ep-dispatch-algorithm is SGLang's: it needs --engine sglang "
 				 "(or a profile with dispatch: sglang)");
+	}
+	if (alg->have_algorithm) {
+		e->ep_dispatch_algorithm = alg->d.algorithm; /* the engine record says what was planned */
 	}
 	return EXIT_OK;
 }

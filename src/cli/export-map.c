@@ -103,6 +103,12 @@ void cli_export_set_launch(const struct mp_export_launch *l)
 	launch_set = true;
 }
 
+/* The --ep-dispatch-algorithm the command placed for (static unless set). */
+static const char *launch_algorithm(void)
+{
+	return launch_set && launch_opts.ep_dispatch_algorithm ? launch_opts.ep_dispatch_algorithm : "static";
+}
+
 /* The whole launch line (issue 24): every flag the plan assumes. */
 static void print_launch(const struct mp_placement *placement, const char *file)
 {
@@ -121,12 +127,28 @@ static void print_launch(const struct mp_placement *placement, const char *file)
 	char line[1024];
 	mp_export_launch_line(&l, line, sizeof(line));
 	fprintf(stderr, "sglang launch: %s\n", line);
-	fprintf(stderr, "sglang launch: the plan assumes %s, %s, --ep-dispatch-algorithm %s "
-		"(SGLang's default with --init-expert-location)%s\n",
+	const char *alg = launch_algorithm();
+	fprintf(stderr, "sglang launch: the plan assumes %s, %s, --ep-dispatch-algorithm %s (%s)%s\n",
 		l.dp_attention ? "DP attention (every rank originates its own tokens)" : "no DP attention",
-		l.deepep_mode ? "DeepEP all-to-all" : "no DeepEP",
-		l.ep_dispatch_algorithm ? l.ep_dispatch_algorithm : "static",
+		l.deepep_mode ? "DeepEP all-to-all" : "no DeepEP", alg,
+		strcmp(alg, "static") == 0 ? "SGLang's default with --init-expert-location"
+					   : "set by the plan; SGLang's default with --init-expert-location "
+					     "is static",
 		l.gpus_per_node && l.gpus / l.gpus_per_node > 1 ? "; run it on every node with its --node-rank" : "");
+}
+
+/* mp_export_flags' line with the dispatch algorithm the plan assumes
+ * (mp_export_flags writes SGLang's default, static, last). */
+static void flags_line(const struct mp_placement *placement, enum mp_export_format f, const char *where,
+		       char *flags, size_t size)
+{
+	mp_export_flags(placement, f, where, flags, size);
+	static const char tail[] = "static";
+	size_t n = strlen(flags);
+	if (n >= sizeof(tail) - 1 && strcmp(flags + n - (sizeof(tail) - 1), tail) == 0) {
+		flags[n - (sizeof(tail) - 1)] = '\0';
+		snprintf(flags + strlen(flags), size - strlen(flags), "%s", launch_algorithm());
+	}
 }
 
 int cli_export_map(const struct mp_placement *placement, const struct cli_layers *cl,
@@ -167,7 +189,7 @@ int cli_export_map(const struct mp_placement *placement, const struct cli_layers
 	}
 	if (!cli_quiet) {
 		char flags[320];
-		mp_export_flags(placement, f, where, flags, sizeof(flags));
+		flags_line(placement, f, where, flags, sizeof(flags));
 		fprintf(stderr, "sglang map: %u rows, one per hidden layer (%u MoE, dense layers get the "
 			"identity)\nsglang flags: %s\n", cl->layers.hidden_layers, cl->layers.n_moe, flags);
 		print_launch(placement, where);

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -205,5 +206,5 @@ bool cli_outputs_spare_inputs(const char *cmd, const char *const *outputs, size_
 bool cli_output_wants_json(const char *path)
 {
 	size_t n = path ? strlen(path) : 0;
-	return n > 5 && strcmp(path + n - 5, ".json") == 0;
+	return n > 5 && strcasecmp(path + n - 5, ".json") == 0;
 }

@@ -51,7 +51,18 @@ struct ds {
 	uint32_t n_pre;
 	uint32_t *trivial; /* [N] p % E, with pre */
 	bool draws;      /* exact evaluation needed (SGLang static over several nodes) */
+	double deadline; /* the run's wall-clock safety net (INFINITY: none) */
+	bool late;       /* it fired: the layer keeps the best map so far */
 };
+
+/* True once the run's deadline has passed (then for the rest of the layer). */
+static bool ds_late(struct ds *s)
+{
+	if (!s->late && s->deadline < (double)INFINITY && pl_now() > s->deadline) {
+		s->late = true;
+	}
+	return s->late;
+}
 
 static bool held_on(const struct ds *s, uint32_t g, uint32_t e)
 {
@@ -439,7 +450,7 @@ static uint32_t crowded(const struct ds *s, uint32_t e)
  * rule; two on one node leave the node's first replica more). */
 static int spread(struct ds *s)
 {
-	for (uint32_t e = 0; e < s->E && s->nodes > 1; e++) {
+	for (uint32_t e = 0; e < s->E && s->nodes > 1 && !ds_late(s); e++) {
 		for (uint32_t g2 = crowded(s, e); g2 != UINT32_MAX; g2 = crowded(s, e)) {
 			uint32_t a = g2 * s->S;
 			while (s->slot[a] != e) {
@@ -503,11 +514,13 @@ static int try_reseat(struct ds *s, const uint32_t *from, uint32_t *keep, double
 }
 
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
-		       double effort, struct mp_dispatch_streams *streams, const unsigned char *pre,
-		       uint32_t n_pre, struct mp_layer_placement *lp)
+		       double effort, double deadline, struct mp_dispatch_streams *streams,
+		       const unsigned char *pre, uint32_t n_pre, struct mp_layer_placement *lp)
 {
 	struct ds s;
 	int rc = ds_init(&s, d, w, E, G, S, lp->slot_expert, streams, pre, n_pre);
+	s.deadline = deadline;
+	s.late = false;
 	if (rc == 0 && d->rule == MP_DISPATCH_SGLANG) {
 		rc = spread(&s);
 	}
@@ -519,7 +532,7 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 	bool moved = true;
 	uint64_t i = 0;
 	for (uint64_t k = 0; rc == 0; k++) {
-		for (; rc == 0 && moved && i < budget; i++) {
+		for (; rc == 0 && moved && i < budget && !ds_late(&s); i++) {
 			rc = step(&s, &moved);
 		}
 		double mx, sq;
@@ -529,13 +542,13 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 			keep_mx = mx;
 			keep_sq = sq;
 		}
-		if (rc != 0 || k >= kicks || i >= budget) {
+		if (rc != 0 || k >= kicks || i >= budget || ds_late(&s)) {
 			break;
 		}
 		rc = kick(&s, (uint32_t)k);
 		moved = true;
 	}
-	for (int base = 0; rc == 0 && s.draws && s.n_pre == 0 && base < 2; base++) {
+	for (int base = 0; rc == 0 && s.draws && s.n_pre == 0 && base < 2 && !ds_late(&s); base++) {
 		/* re-seated from the search's plan and from the even split's */
 		rc = try_reseat(&s, base ? lp->slot_expert : keep_slot, keep_slot, &keep_mx, &keep_sq);
 	}
@@ -563,7 +576,8 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
 		}
 		lp->mean_load = total / G;
 		bool proven = lp->max_load <= lp->mean_load;
-		mp_layer_placement_set_bound(lp, lp->mean_load, proven ? MP_PLACE_OPTIMAL : MP_PLACE_FEASIBLE);
+		mp_layer_placement_set_bound(lp, lp->mean_load,
+					     proven ? MP_PLACE_OPTIMAL : s.late ? MP_PLACE_TIME_LIMIT : MP_PLACE_FEASIBLE);
 		lp->method = d->rule == MP_DISPATCH_SGLANG ? "sglang-dispatch local search (bound: the mean)"
 							   : "even split";
 	}
@@ -628,7 +642,7 @@ static int walk_gap(const struct mp_dispatch *d, struct mp_dispatch_streams *st,
 	return rc;
 }
 
-int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts,
+int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts, double deadline,
 		      struct mp_placement *p)
 {
 	const struct mp_dispatch *d = &opts->dispatch;
@@ -660,7 +674,8 @@ int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_option
 		next = ids[l] + 1;
 		struct mp_layer_placement *lp = &p->layers[l];
 		if (rc == 0) {
-			rc = pl_dispatch_search(d, mp_loads_row(loads, l), E, G, S, opts->effort, st, pre, n_pre, lp);
+			rc = pl_dispatch_search(d, mp_loads_row(loads, l), E, G, S, opts->effort, deadline, st, pre,
+						n_pre, lp);
 		}
 		for (uint32_t n = 0; rc == 0 && lp->node_load && n < G / p->gpus_per_node; n++) {
 			double sum = 0;

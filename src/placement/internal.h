@@ -333,10 +333,12 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
  * GPU under dispatch rule d (dispatch-search.c); streams: SGLang's static
  * random streams (advanced past this layer on return) or NULL; pre[n_pre]:
  * the map's rows between the streams' state and this layer (1 a copy of
- * this layer's row, 0 the trivial row p % E). */
+ * this layer's row, 0 the trivial row p % E). deadline (pl_now's clock,
+ * INFINITY: none): once past it the layer keeps the best map so far,
+ * status MP_PLACE_TIME_LIMIT unless proven. */
 int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
-		       double effort, struct mp_dispatch_streams *streams, const unsigned char *pre,
-		       uint32_t n_pre, struct mp_layer_placement *lp);
+		       double effort, double deadline, struct mp_dispatch_streams *streams,
+		       const unsigned char *pre, uint32_t n_pre, struct mp_layer_placement *lp);
 /* A layer re-seated for SGLang's static dispatch over several nodes
  * (dispatch-reseat.c): the replica counts of slot[G*S] kept, each
  * multi-replica expert's node set chosen (in expert order, from the
@@ -345,8 +347,9 @@ int pl_dispatch_search(const struct mp_dispatch *d, const double *w, uint32_t E,
  * rows before the layer must not copy it. Returns 0 or MP_ENOMEM. */
 int pl_dispatch_reseat(const struct mp_dispatch *d, const double *w, uint32_t E, uint32_t G, uint32_t S,
 		       const struct mp_dispatch_streams *start, uint32_t *slot, bool *changed);
-/* Every layer of p under opts->dispatch (dispatch-search.c). */
-int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts,
+/* Every layer of p under opts->dispatch (dispatch-search.c), within the
+ * run's deadline (pl_dispatch_search). */
+int pl_dispatch_place(const struct mp_loads *loads, const struct mp_place_options *opts, double deadline,
 		      struct mp_placement *p);
 
 int pl_solve_layer(const double *w, uint32_t E, uint32_t G, uint32_t S,

@@ -293,7 +293,7 @@ int mp_place(const struct mp_loads *loads, uint32_t gpus, uint32_t slots_per_gpu
 		opts->progress(opts->progress_user, loads->n_layers, loads->n_layers, job.worst_gap);
 	}
 	/* Issue 24: the busiest GPU under the engine's own dispatch. */
-	rc = opts->dispatch.rule == MP_DISPATCH_EVEN ? 0 : pl_dispatch_place(loads, opts, &p);
+	rc = opts->dispatch.rule == MP_DISPATCH_EVEN ? 0 : pl_dispatch_place(loads, opts, deadline, &p);
 	if (rc != 0) {
 		mp_placement_finish(&p);
 		return rc;
