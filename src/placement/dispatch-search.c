@@ -306,7 +306,7 @@ static int step(struct ds *s, bool *moved)
 	}
 	uint32_t n = candidates(s, top, best);
 	*moved = false;
-	for (uint32_t i = 0; i < n && !*moved; i++) {
+	for (uint32_t i = 0; i < n && !*moved && !ds_late(s); i++) {
 		/* where it draws, the exact value may improve when the
 		 * expectation does not: the DS_KEEP best are all tried */
 		if (!s->draws && !better(best[i].mx, best[i].sq, mx, sq)) {
@@ -451,7 +451,7 @@ static uint32_t crowded(const struct ds *s, uint32_t e)
 static int spread(struct ds *s)
 {
 	for (uint32_t e = 0; e < s->E && s->nodes > 1 && !ds_late(s); e++) {
-		for (uint32_t g2 = crowded(s, e); g2 != UINT32_MAX; g2 = crowded(s, e)) {
+		for (uint32_t g2 = crowded(s, e); g2 != UINT32_MAX && !ds_late(s); g2 = crowded(s, e)) {
 			uint32_t a = g2 * s->S;
 			while (s->slot[a] != e) {
 				a++;
