@@ -707,6 +707,24 @@ static void engines__option_findings(void **state)
 	cli_result_free(&r);
 	unlink(pl);
 	unlink(one);
+	/* replan --export that cannot be made (rows named, no --model) writes
+	 * neither file (it wrote the plan to -o and exited 1) */
+	char oe[64], ex[64], out[64];
+	snprintf(oe, sizeof(oe), "/tmp/test-engines-oe-%d.yaml", (int)getpid());
+	snprintf(ex, sizeof(ex), "/tmp/test-engines-ex-%d.json", (int)getpid());
+	snprintf(out, sizeof(out), "/tmp/test-engines-out-%d.yaml", (int)getpid());
+	const char *c4 = src_path("plans/traces/olmoe_c4.csv");
+	r = cli_run("place", c4, "--gpus", "8", "--slots", "72", "-o", oe, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	r = cli_run("replan", "--plan", oe, "--loads", c4, "--export", "sglang", "--export-output", ex, "-o", out,
+		    NULL);
+	assert_int_equal(r.status, 1);
+	assert_non_null(strstr(r.err, "give --model M"));
+	assert_int_equal(access(ex, F_OK), -1);
+	assert_int_equal(access(out, F_OK), -1);
+	cli_result_free(&r);
+	unlink(oe);
 }
 
 /* A vLLM-shaped map (one row per MoE layer) whose own key comes after a

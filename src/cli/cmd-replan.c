@@ -986,9 +986,11 @@ int cmd_replan(int argc, char **argv)
 		}
 		status = EXIT_INPUT;
 	}
-	if (a.have_export && !a.export_output) {
-		/* the engine map is the output */
-		status = cli_export_map(new_map, &layers, mp_export_name(a.export_format), a.output);
+	if (a.have_export && (!a.export_output || !layers.known)) {
+		/* the engine map is the output; or an export that cannot be made
+		 * fails here, before the plan is written (as place) */
+		status = cli_export_map(new_map, &layers, mp_export_name(a.export_format),
+					a.export_output ? a.export_output : a.output);
 		if (status != EXIT_OK) {
 			goto out;
 		}

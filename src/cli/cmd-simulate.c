@@ -352,10 +352,13 @@ static int read_inputs(const struct simulate_args *a, struct mp_model *model,
 	return 0;
 }
 
+/* engine_route's return after it said what is wrong on stderr. */
+#define ROUTE_SAID 1
+
 /* --engine sglang: the route of every visit (simulate-engine.c) into
  * *route for map (read from --plan, or placed when plan is NULL); NULL
- * for the other rules (uniform among the replicas). Returns 0 or an
- * error code (MP_EINVAL said on stderr). */
+ * for the other rules (uniform among the replicas). Returns 0,
+ * ROUTE_SAID (the input's fault, said on stderr) or an MP_ code. */
 static int engine_route(const struct simulate_args *a, const struct mp_model *model,
 			const struct mp_placement *map, uint32_t **route)
 {
@@ -365,13 +368,14 @@ static int engine_route(const struct simulate_args *a, const struct mp_model *mo
 	if (a->engine.d.gpus_per_node && map->gpus % a->engine.d.gpus_per_node != 0) {
 		cli_error("--gpus-per-node %u does not divide the map's %u GPUs", a->engine.d.gpus_per_node,
 			  map->gpus);
-		return MP_EINVAL;
+		return ROUTE_SAID;
 	}
 	bool dense = false;
 	int rc = cli_simulate_route(a->plan, a->phase, model, &a->engine.d, map, route, &dense);
 	if (rc == MP_EINVAL) {
 		cli_error("%s: SGLang's dispatch needs every expert in a slot of every row",
 			  a->plan ? a->plan : "the placed layout");
+		return ROUTE_SAID;
 	}
 	bool draws = a->engine.d.algorithm == MP_DISPATCH_STATIC && a->engine.d.gpus_per_node &&
 		     a->engine.d.gpus_per_node < map->gpus;
@@ -497,13 +501,14 @@ static const char *plan_traffic(struct simulate_args *a, struct mp_loads *loads,
 	return popularity;
 }
 
-/* The simulator's messages about the loads (rows of popularity) name no
- * file: they get the loads file's name. */
+/* The simulator's messages about the loads (rows of popularity, their
+ * count against the map's) name no file: they get the loads file's name. */
 static void name_loads_diags(struct mp_diags *diags, const char *loads)
 {
 	for (size_t i = 0; loads && i < diags->count; i++) {
 		struct mp_diag *d = &diags->items[i];
-		if (!d->file && strncmp(d->message, "loads row", 9) == 0) {
+		if (!d->file && (strncmp(d->message, "loads row", 9) == 0 ||
+				 strstr(d->message, "but the loads have") != NULL)) {
 			d->file = strdup(loads);
 		}
 	}
@@ -600,7 +605,7 @@ int cmd_simulate(int argc, char **argv)
 	status = cli_emit(doc, a.output, a.json);
 out:
 	cli_print_diags(&diags);
-	if (rc && diags.count == 0) {
+	if (rc && rc != ROUTE_SAID && diags.count == 0) {
 		cli_error("%s: %s", failed ? failed : "simulate", mp_strerror(rc));
 	}
 	mp_doc_destroy(doc);

@@ -161,9 +161,10 @@ int cli_export_map(const struct mp_placement *placement, const struct cli_layers
 	const char *where = path && strcmp(path, "-") != 0 ? path : NULL;
 	if (!cl || !cl->known) {
 		cli_error("cannot export the SGLang map: it needs one row per hidden layer, and the %u "
-			  "placed rows do not say which model layers they are (give loads whose rows name "
-			  "their layers: a '# layers:' line or a layer column in the CSV, or SGLang's own "
-			  "dump; moeplan-formats(5), \"Layer identity\")", placement->n_layers);
+			  "placed rows do not say which model layers they are: give --model M (its hidden "
+			  "and MoE layers) with loads whose rows name their layers (a '# layers:' line or a "
+			  "layer column in the CSV, or SGLang's own dump; moeplan-formats(5), \"Layer "
+			  "identity\")", placement->n_layers);
 		return EXIT_INPUT;
 	}
 	uint32_t *map = NULL;

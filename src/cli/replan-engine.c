@@ -19,7 +19,10 @@
  * (several nodes) a row's score depends on the rows before it, so the
  * choice is kept only if it beats every single candidate map that fits
  * the budget, else the best of those is taken. The current map is always
- * a candidate, so the engine's busiest GPU never rises. --min-gain applies
+ * a candidate, so the sum of the busiest-GPU loads under the rule never
+ * rises (one row can, where static draws run across rows, and a larger
+ * budget can end higher than a smaller one: the choice is per row, the
+ * draws are not). --min-gain applies
  * to the gain under the engine.
  *
  * Bound: under SGLang's rule a replica takes the tokens of the ranks that
