@@ -921,6 +921,36 @@ static void search__cli_errors(void **state)
 	cli_result_free(&r);
 }
 
+/* A search result is a map check and replan read (a tester: its
+ * placement rows were numbered 0, 1, 2 where plan writes the hidden
+ * layers, and check refused placement.{prefill,decode}). OLMoE's GitHub
+ * trace names layers 0, 7 and 15 ("# layers:" line), so the decode rows
+ * must say those, and check scores the result against that trace. */
+static void search__result_is_a_map(void **state)
+{
+	(void)state;
+	char out[64];
+	snprintf(out, sizeof(out), "/tmp/test-search-map-%d.yaml", (int)getpid());
+	struct cli_result r = cli_run("search", src_path("plans/olmoe-github.yaml"), "--gpus", "16", "-f", "yaml",
+				      "-o", out, NULL);
+	assert_int_equal(r.status, 0);
+	cli_result_free(&r);
+	char *doc = cli_slurp(out);
+	assert_non_null(doc);
+	const char *decode = strstr(strstr(doc, "\nplacement:\n"), "\n  decode:\n");
+	assert_non_null(decode);
+	const char *l0 = strstr(decode, "- layer: 0\n");
+	const char *l7 = strstr(decode, "- layer: 7\n");
+	const char *l15 = strstr(decode, "- layer: 15\n");
+	assert_true(l0 && l7 && l15 && l0 < l7 && l7 < l15);
+	free(doc);
+	r = cli_run("check", out, "--loads", src_path("plans/traces/olmoe_github.csv"), NULL);
+	assert_int_equal(r.status, 0);
+	assert_non_null(strstr(r.out, "valid: true"));
+	cli_result_free(&r);
+	unlink(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -942,6 +972,7 @@ int main(void)
 		cmocka_unit_test(search__cli_errors),
 		cmocka_unit_test(search__overlaps_restrict_the_grid),
 		cmocka_unit_test(search__no_pools_says_why),
+		cmocka_unit_test(search__result_is_a_map),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1181,6 +1181,15 @@ static void find_map(struct ld *ld, const yaml_node_t *root, const char *phase, 
 		if (!placement) {
 			return;
 		}
+		if (!ld_has(ld, placement, "physical_to_logical") &&
+		    (ld_has(ld, placement, "decode") || ld_has(ld, placement, "prefill"))) {
+			/* a search result: placement.{prefill,decode} */
+			const char *name = phase ? phase : "decode";
+			placement = ld_require(ld, placement, "placement", name);
+			if (!placement || !ld_check_map_lenient(ld, placement, name)) {
+				return;
+			}
+		}
 	}
 	if (!ld_has(ld, placement, "physical_to_logical")) {
 		ld_error(ld, placement, "expected a placement map: a moeplan plan or placement "

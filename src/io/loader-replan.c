@@ -100,6 +100,12 @@ static const yaml_node_t *placement_node(struct ld *ld, const yaml_node_t *root,
 		return ph && ph->type == YAML_MAPPING_NODE ? ld_get(ld, ph, "placement") : NULL;
 	}
 	const yaml_node_t *p = ld_get(ld, root, "placement");
+	if (p && p->type == YAML_MAPPING_NODE && !ld_has(ld, p, "physical_to_logical") &&
+	    (ld_has(ld, p, "decode") || ld_has(ld, p, "prefill"))) {
+		/* a search result: placement.{prefill,decode} (loader-loads.c reads it so) */
+		const yaml_node_t *ph = ld_get(ld, p, phase ? phase : "decode");
+		return ph && ph->type == YAML_MAPPING_NODE ? ph : NULL;
+	}
 	return p ? p : root;
 }
 

@@ -4,6 +4,7 @@
 #include "moeplan/deploy.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "moeplan/plan.h"
 #include "moeplan/trust.h"
@@ -159,10 +160,22 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 					 : dep->has_pools    ? "disaggregated"
 							     : "none");
 	if (dep->placed) {
+		/* each row's hidden layer, as plan writes them (mp_plan_layers:
+		 * the loads' own ids, else the model's MoE layers in order when
+		 * there is a row for each) */
+		const struct mp_loads *ld = &dep->loads;
+		uint32_t *ids = ld->layer_ids || ld->n_layers != sc->model.moe_layers
+					? NULL
+					: malloc((size_t)(ld->n_layers ? ld->n_layers : 1) * sizeof(*ids));
+		for (uint32_t r = 0; ids && r < ld->n_layers; r++) {
+			ids[r] = mp_model_moe_layer_id(&sc->model, r);
+		}
+		const uint32_t *named = ld->layer_ids ? ld->layer_ids : ids;
 		struct mp_doc *p = mp_doc_map();
-		mp_doc_put(p, "prefill", mp_placement_to_doc(&dep->prefill_placement, NULL));
-		mp_doc_put(p, "decode", mp_placement_to_doc(&dep->decode_placement, NULL));
+		mp_doc_put(p, "prefill", mp_placement_to_doc(&dep->prefill_placement, named));
+		mp_doc_put(p, "decode", mp_placement_to_doc(&dep->decode_placement, named));
 		mp_doc_put(doc, "placement", p);
+		free(ids);
 	}
 	return doc;
 }
