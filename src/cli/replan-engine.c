@@ -461,7 +461,8 @@ void cli_replan_engine_print(FILE *f, const struct cli_replan_engine *x, const u
 {
 	char rule[96];
 	fprintf(f, "under the engine's dispatch (%s): each row the lowest of the current row, the "
-		"even-split re-plan and place --engine's plan within the moves; bound: the mean load "
+		"even-split re-plan and place --engine's plan (as numbered or relabelled) within the moves; "
+		"bound: the mean load "
 		"(the only bound under this rule)\n", rule_words(&x->d, rule, sizeof(rule)));
 	fprintf(f, "%6s %8s %6s %12s %12s %12s %10s\n", "layer", "choice", "moves", "max before", "max after",
 		"bound", "max/mean");
@@ -487,8 +488,9 @@ int cli_replan_engine_doc(const struct cli_replan_engine *x, const uint32_t *nam
 		mp_doc_put_int(e, "gpus_per_node", x->d.gpus_per_node);
 	}
 	mp_doc_put_string(e, "method", "per row the lowest under the rule of: the current row, the even-split "
-			  "re-plan, place --engine's plan (its GPU numbering kept), within the moves; the "
-			  "chosen map walked again as the engine walks it");
+			  "re-plan, place --engine's plan (its GPU numbering kept) and that plan relabelled "
+			  "to keep experts in place, within the moves; the chosen map walked again as the "
+			  "engine walks it");
 	mp_doc_put_string(e, "bound", "mean load: the only bound claimed under this rule");
 	mp_doc_put_real(e, "sum_max_before", x->sum_before);
 	mp_doc_put_real(e, "sum_max_after", x->sum_after);
