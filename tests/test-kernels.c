@@ -117,9 +117,15 @@ static void kernels__shipped_rows(void **state)
 	 * experts x 3 x 7168 x 2048 B = 336.15e6 B, at 3.35e12 B/s 100.34 us
 	 * (the FLOP, 8 x 2 x 44.04e6, take 0.36 us): 100.34 / 180.57 = 0.556. */
 	load("hardware/kernels/h100.csv", &t);
-	r = find(&t, MP_KERNEL_MOE_BLOCK, 1, 0, 64, 0);
+	r = find(&t, MP_KERNEL_MOE_BLOCK, 1, 7168, 64, 0); /* k, n: the expert shape measured */
+	assert_near(r->n, 2048, 0);
 	assert_near(r->measured_s, 180.57e-6, 0.01e-6);
 	assert_near(r->efficiency, 7.6328 * 3 * 7168 * 2048 / 3.35e12 / 180.57e-6, 0.003);
+	/* The shape rule: DeepSeek-V3's experts match, Mixtral's (4096 x
+	 * 14336) do not, and a table without moe_block rows matches nothing. */
+	assert_true(mp_kernel_shape_matches(&t, MP_KERNEL_MOE_BLOCK, 7168, 2048));
+	assert_false(mp_kernel_shape_matches(&t, MP_KERNEL_MOE_BLOCK, 4096, 14336));
+	assert_false(mp_kernel_shape_matches(&t, MP_KERNEL_GEMM_DENSE, 7168, 2048));
 	mp_kernel_table_finish(&t);
 }
 
@@ -170,6 +176,8 @@ static void kernels__step_routed_from_table(void **state)
 	in.width = (struct mp_ep_width){.ep = 8, .slots = 256, .drafter_slots = 256};
 	in.requests = 64;
 	in.context_tokens = 1024;
+	/* hgx-h800.yaml names its own table: the scalar factors are asked for */
+	in.scalar_factors = true;
 	struct mp_step plain, peak, tab;
 	assert_int_equal(mp_step_evaluate(&m, &hw, &in, &plain), 0);
 	/* The peak roofline: every factor 1 and no fixed part. */

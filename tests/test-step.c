@@ -760,6 +760,11 @@ static bool text_term_hidden(const char *out, const char *name)
 {
 	const char *row = text_term_row(out, name);
 	const char *end = strchr(row, '\n');
+	/* a kernel table's tag (" [table]", " [factors]") follows the mark */
+	const char *tag = strstr(row, " [");
+	if (end && tag && tag < end) {
+		end = tag;
+	}
 	return end && end - row >= 2 && end[-1] == '*' && end[-2] == ' ';
 }
 
@@ -805,12 +810,70 @@ static void step__text_shares_and_attention_layout(void **state)
 	cli_result_free(&r);
 }
 
+/* Issue 23 item 1: a hardware file that names a kernel table prices the
+ * step from it by default, and says so; `--kernels none` gives the scalar
+ * factors and says so; a GPU without a table falls back and says why.
+ * The default must equal naming the same table explicitly (the dense term
+ * is then DeepGEMM's gemm_dense rows), and differ from the factors. A
+ * missing table is a path:line:col error naming the field. */
+static void step__hardware_names_its_kernel_table(void **state)
+{
+	(void)state;
+	const char *model = src_path("plans/models/deepseek-v3.yaml");
+	const char *h800y = src_path("hardware/hgx-h800.yaml");
+	char table[4200];
+	snprintf(table, sizeof(table), "%s", src_path("hardware/kernels/h800.csv"));
+	struct cli_result def = cli_run("step", "-m", model, "-H", h800y, "--ep", "128", "-r", "128", "-c",
+					"4096", "--format", "json", NULL);
+	struct cli_result given = cli_run("step", "-m", model, "-H", h800y, "--ep", "128", "-r", "128", "-c",
+					  "4096", "--format", "json", "--kernels", table, NULL);
+	struct cli_result none = cli_run("step", "-m", model, "-H", h800y, "--ep", "128", "-r", "128", "-c",
+					 "4096", "--format", "json", "--kernels", "none", NULL);
+	assert_int_equal(def.status, 0);
+	assert_int_equal(given.status, 0);
+	assert_int_equal(none.status, 0);
+	assert_non_null(strstr(def.out, "hardware/kernels/h800.csv\""));
+	assert_non_null(strstr(none.out, "\"kernel_table\": \"none: scalar factors\""));
+	assert_near(json_number(def.out, "step_time_s"), json_number(given.out, "step_time_s"), 0.0);
+	assert_true(fabs(json_number(def.out, "step_time_s") / json_number(none.out, "step_time_s") - 1.0) > 0.01);
+	cli_result_free(&def);
+	cli_result_free(&given);
+	cli_result_free(&none);
+	struct cli_result t = cli_run("step", "-m", model, "-H", h800y, "--ep", "128", "-r", "128", "-c",
+				      "4096", "--kernels", "none", NULL);
+	assert_non_null(strstr(t.out, "\n  kernel efficiency: scalar factors (--kernels none)\n"));
+	cli_result_free(&t);
+	t = cli_run("step", "-m", src_path("plans/models/deepseek-v4.1-flash.yaml"), "-H",
+		    src_path("hardware/gb200-nvl72.yaml"), "--ep", "64", "-r", "8", "-c", "4096", NULL);
+	assert_int_equal(t.status, 0);
+	assert_non_null(strstr(t.out, "\n  kernel efficiency: scalar factors: no kernel table for NVIDIA GB200"));
+	cli_result_free(&t);
+	char dir[] = "/tmp/moeplan-kt-XXXXXX";
+	assert_non_null(mkdtemp(dir));
+	char hw[4300];
+	snprintf(hw, sizeof(hw), "%s/hw.yaml", dir);
+	FILE *f = fopen(hw, "w");
+	assert_non_null(f);
+	fputs("name: X\npeak_flops: {bf16: 1 PFLOP/s}\nhbm_bytes: 80 GB\nhbm_bandwidth: 3 TB/s\n"
+	      "scale_up_domain_gpus: 8\nscale_up_bandwidth: 200 GB/s\nkernels: nope.csv\n", f);
+	fclose(f);
+	t = cli_run("step", "-m", model, "-H", hw, "--ep", "8", "-r", "8", "-c", "100", NULL);
+	assert_int_equal(t.status, 1);
+	char want[4400];
+	snprintf(want, sizeof(want), "%s:7:10: error: kernels: cannot find the kernel table 'nope.csv'", hw);
+	assert_non_null(strstr(t.err, want));
+	cli_result_free(&t);
+	unlink(hw);
+	rmdir(dir);
+}
+
 /* Seed 004 / DeepSeek's overview: V3 on 32 prefill + 144 decode H800.
  * The plan must accept DeepSeek's deployment: prefill EP32 (fixed by the
  * scenario) fits, and decode EP144 across 18 nodes is evaluated with its
  * step and passes every rule (chosen or outranked, never rejected). Which
  * width the model ranks first is printed, not asserted: README
- * "Predicted vs published" reports it (EP72 with the default factors). */
+ * "Predicted vs published" reports it (EP144 with the H800 kernel table
+ * hgx-h800.yaml names; EP72 with the scalar factors). */
 static void step__plan_accepts_deepseek_h800(void **state)
 {
 	(void)state;
@@ -822,7 +885,9 @@ static void step__plan_accepts_deepseek_h800(void **state)
 	assert_non_null(prefill);
 	assert_non_null(decode);
 	assert_int_equal((int)json_number(prefill, "ep"), 32);
-	const char *ep144 = strstr(decode, "\"ep\": 144,");
+	const char *widths = strstr(decode, "\"widths\": [");
+	assert_non_null(widths);
+	const char *ep144 = strstr(widths, "\"ep\": 144,");
 	assert_non_null(ep144);
 	const char *verdict = strstr(ep144, "\"verdict\": \"");
 	assert_non_null(verdict);
@@ -1044,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(step__cli_keys_and_exit_codes),
 		cmocka_unit_test(step__predicted_width_that_does_not_fit),
 		cmocka_unit_test(step__plan_accepts_deepseek_h800),
+		cmocka_unit_test(step__hardware_names_its_kernel_table),
 		cmocka_unit_test(step__text_shares_and_attention_layout),
 		cmocka_unit_test(step__fixed_latencies_by_hand),
 		cmocka_unit_test(step__fixed_fields_parse_and_print),

@@ -72,6 +72,16 @@ MP_EXPORT void mp_kernel_row_axes(const struct mp_kernel_row *row, double *prima
 MP_EXPORT int mp_kernel_lookup(const struct mp_kernel_table *table, enum mp_kernel_kind kind,
 			       double primary, double secondary, double *efficiency, bool *clamped);
 
+/** Whether the rows of kind fit an expert (or GEMM) shape: every such row
+ * has k 0 (not recorded: any shape) or k == hidden, and n 0 or n ==
+ * intermediate. The moe_block rows are measured end to end on one expert
+ * shape (the shipped ones: DeepSeek-V3, hidden 7168 x intermediate 2048),
+ * and their efficiency holds a fixed part that does not scale with the
+ * shape, so the step uses them only for that shape (step.h). False when
+ * the table has no row of kind. */
+MP_EXPORT bool mp_kernel_shape_matches(const struct mp_kernel_table *table, enum mp_kernel_kind kind,
+				       double hidden, double intermediate);
+
 /** Free the rows; accepts NULL. */
 MP_EXPORT void mp_kernel_table_finish(struct mp_kernel_table *table);
 

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "moeplan/kernels.h"
 #include "moeplan/visibility.h"
 
 #ifdef __cplusplus
@@ -182,6 +183,12 @@ struct mp_hardware {
 	double scale_out_bw_bytes_per_s;        /**< per GPU, per direction (NIC) */
 	struct mp_efficiency efficiency;        /**< achieved fractions and fixed times (step.h);
 						     0 = default */
+	char *kernels_path;                     /**< owned; the kernel table named by the hardware
+						     file's `kernels:` (resolved against that file),
+						     NULL = none */
+	struct mp_kernel_table kernels;         /**< owned; its rows (issue 23): the step prices
+						     from them by default (step.h, mp_step_input
+						     .kernels); no rows = the scalar factors */
 };
 
 /** Fill a model with neutral defaults (SwiGLU, FP8 dispatch, BF16 combine,
@@ -194,7 +201,7 @@ MP_EXPORT void mp_model_finish(struct mp_model *model);
 /** Fill with zeros (no peaks, no memory). */
 MP_EXPORT void mp_hardware_init(struct mp_hardware *hw);
 
-/** Free owned strings; accepts NULL. */
+/** Free owned strings and the kernel table; accepts NULL. */
 MP_EXPORT void mp_hardware_finish(struct mp_hardware *hw);
 
 /** Hidden layers (num_hidden_layers): moe_layers + dense_layers. */

@@ -246,8 +246,11 @@ struct mp_step_input {
 					    the routed terms and the visits that GPU receives and
 					    sends back (dispatch, combine) */
 	const struct mp_efficiency *efficiency; /**< NULL = mp_step_efficiency(hw) */
-	const struct mp_kernel_table *kernels;  /**< NULL = the scalar factors (today's model).
-						     Given (issue 23): a term whose kernel the
+	const struct mp_kernel_table *kernels;  /**< NULL = the hardware's own table
+						     (hw->kernels, the hardware file's `kernels:`),
+						     or the scalar factors where it has none or
+						     scalar_factors is set. A table (issue 23):
+						     a term whose kernel the
 						     table has is priced at the datasheet peaks
 						     divided by the table's efficiency
 						     (mp_kernel_lookup): routed by moe_block
@@ -256,6 +259,10 @@ struct mp_step_input {
 						     dense and shared by gemm_dense (tokens per
 						     GPU, hidden); the other terms, and any
 						     term the table lacks, keep the factors */
+	bool scalar_factors;           /**< true = no table, not even the hardware's
+					    (`--kernels none`) */
+	const char *kernels_name;      /**< the file `kernels` came from, for the output
+					    (may be NULL) */
 };
 
 /** Fill defaults: decode, 1 token per request, acceptance 0, overlap none,
@@ -292,7 +299,10 @@ struct mp_step {
 	double routed_touched_slots;     /**< expected touched slots per GPU per MoE layer */
 	double routed_slots_per_gpu;     /**< E_phys / N_EP */
 	double tokens_per_expert;        /**< t of the main model (roofline.h) */
-	bool kernel_table;               /**< in->kernels was given */
+	bool kernel_table;               /**< a kernel table priced the step (in->kernels or
+					      the hardware's) */
+	const char *kernel_table_name;   /**< its file (in->kernels_name or hw->kernels_path;
+					      borrowed), NULL with the scalar factors */
 	bool hidden[MP_TERM_COUNT];      /**< the term is off the critical path: under two_batch
 					      the shorter side of its stage (attention: its MoE
 					      layers' share), under full the shorter of compute and

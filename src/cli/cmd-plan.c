@@ -1,5 +1,6 @@
 /* moeplan plan: scenario in, deployment plan out. */
 #include "cli.h"
+#include "kernel-note.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ enum {
 	OPT_EXPORT_OUTPUT,
 	OPT_ENGINE,
 	OPT_EP_DISPATCH_ALGORITHM,
+	OPT_KERNELS,
 };
 
 static const struct cli_opt plan_options[] = {
@@ -46,6 +48,9 @@ static const struct cli_opt plan_options[] = {
 	{"ep-dispatch-algorithm", OPT_EP_DISPATCH_ALGORITHM, "ALG", "with --engine sglang: the SGLang "
 		"--ep-dispatch-algorithm the plan assumes,\n"
 		"                                 static, dynamic or fake (default static)", "static dynamic fake"},
+	{"kernels", OPT_KERNELS, "FILE|none", "price every step from this kernel table (hardware/kernels/GPU.csv) in both\n"
+		"                                 phases; none = the scalar factors (default: the table each phase's\n"
+		"                                 hardware file names in `kernels:`, else the scalar factors)", CLI_COMPLETE_FILE},
 	CLI_OPT_HELP,
 	{0},
 };
@@ -106,6 +111,7 @@ struct plan_args {
 	struct cli_engine engine;           /* --ep-dispatch-algorithm */
 	struct mp_engine_profile profile;   /* --engine */
 	bool have_profile;
+	const char *kernels;                /* --kernels FILE|none, or NULL */
 };
 
 /* The command line into a; returns -1 to go on, else an exit status. */
@@ -116,6 +122,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 	const char *report = NULL;
 	const char *export_format = NULL;
 	const char *export_output = NULL;
+	const char *kernels = NULL;
 	bool json = false;
 	bool text = false;
 	bool format_given = false;
@@ -182,6 +189,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 				return EXIT_USAGE;
 			}
 			break;
+		case OPT_KERNELS:
+			kernels = optarg;
+			break;
 		default: /* every id of the table has its case above */
 			break;
 		}
@@ -221,6 +231,7 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 		.export_format = export_format, .export_output = export_output,
 		.json = json, .text = text, .format_given = format_given, .opts = opts,
 		.engine = engine, .profile = profile, .have_profile = have_profile,
+		.kernels = kernels,
 	};
 	return -1;
 }
@@ -320,6 +331,10 @@ int cmd_plan(int argc, char **argv)
 	if (rc) {
 		goto out;
 	}
+	status = cli_scenario_kernels("plan", &scenario, a.kernels);
+	if (status != EXIT_OK) {
+		goto out;
+	}
 	status = cli_scenario_engine("plan", &scenario, &a.profile, a.have_profile, &a.engine, &opts.place);
 	if (status != EXIT_OK) {
 		goto out;
@@ -376,7 +391,8 @@ int cmd_plan(int argc, char **argv)
 	}
 	/* On a terminal, with no -o, --format or --export, a person reads
 	 * the summary; pipes and files get the document (issue 16 item 8). */
-	struct cli_plan_summary_input summary = {.plan = &plan, .scenario = &scenario, .path = path};
+	struct cli_plan_summary_input summary = {.plan = &plan, .scenario = &scenario, .path = path,
+						 .scalar_forced = a.kernels && strcmp(a.kernels, "none") == 0};
 	if (!a.format_given && !output && !export_format && isatty(1)) {
 		text = true;
 	}

@@ -2,6 +2,7 @@
  * fronts of both phases, the chosen configurations, the pools, the
  * co-located alternative and the chosen widths' placements. */
 #include "cli.h"
+#include "kernel-note.h"
 #include "trust-note.h"
 
 #include <math.h>
@@ -31,6 +32,7 @@ enum {
 	OPT_ACCEPTANCE,
 	OPT_OVERLAPS,
 	OPT_ENGINE,
+	OPT_KERNELS,
 };
 
 static const struct cli_opt search_options[] = {
@@ -62,6 +64,9 @@ static const struct cli_opt search_options[] = {
 	{"export", OPT_EXPORT, "ENGINE", "write the chosen decode placement as an sglang map (--init-expert-location JSON)\n"
 		"                                 to -o instead of the result, or to --export-output (default: none)", "sglang"},
 	{"export-output", OPT_EXPORT_OUTPUT, "FILE.json", "with --export: the engine map goes to FILE.json and the result to -o (default: none)", CLI_COMPLETE_FILE},
+	{"kernels", OPT_KERNELS, "FILE|none", "price every step from this kernel table (hardware/kernels/GPU.csv) in both\n"
+		"                                 pools; none = the scalar factors (default: the table each phase's\n"
+		"                                 hardware file names in `kernels:`, else the scalar factors)", CLI_COMPLETE_FILE},
 	CLI_OPT_HELP,
 	{0},
 };
@@ -96,6 +101,7 @@ struct run {
 	const struct mp_deploy_options *opts;
 	const struct mp_deploy *d;
 	bool acceptance_cli;  /* --acceptance given */
+	bool scalar_forced;   /* --kernels none */
 };
 
 static const char *att_text(uint32_t tp, char *buf, size_t size)
@@ -213,6 +219,9 @@ static int print_search(void *user, FILE *out)
 				: sc->decode.acceptance >= 0 ? "decode phase"
 				: "default");
 	fputc('\n', out);
+	fprintf(out, "kernel efficiency: prefill %s; decode %s\n",
+		cli_kernel_source_hw(&sc->prefill.hardware, r->scalar_forced),
+		cli_kernel_source_hw(&sc->decode.hardware, r->scalar_forced));
 	print_phase(out, &d->prefill, sc->prefill.hardware.name ? sc->prefill.hardware.name : "prefill GPUs");
 	print_final(out, d, &d->prefill_final);
 	print_phase(out, &d->decode, sc->decode.hardware.name ? sc->decode.hardware.name : "decode GPUs");
@@ -296,6 +305,7 @@ struct args {
 	bool isl, osl, cached, tpot, ttft, acceptance, batches, no_placement, time_limit, threads;
 	struct mp_engine_profile engine; /* --engine */
 	bool have_engine;
+	const char *kernels;             /* --kernels FILE|none, or NULL */
 };
 
 /* --overlaps none,two_batch,full -> bits (1 << mp_step_overlap). */
@@ -368,6 +378,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case OPT_OVERLAPS:
 			ok = parse_overlaps(optarg, &a->cli.overlap_mask);
+			break;
+		case OPT_KERNELS:
+			a->kernels = optarg;
 			break;
 		case OPT_ENGINE: {
 			int st = cli_engine_profile("search", optarg, &a->engine);
@@ -537,6 +550,11 @@ int cmd_search(int argc, char **argv)
 	if (rc) {
 		goto out;
 	}
+	status = cli_scenario_kernels("search", &sc, a.kernels);
+	if (status != EXIT_OK) {
+		goto out;
+	}
+	status = EXIT_INPUT;
 	cli_warn_step_gaps(sc.model_path, &sc.model);
 	const char *inputs[] = {sc.model_path, sc.prefill.hardware_path, sc.decode.hardware_path,
 				sc.traffic.observed.path};
@@ -580,7 +598,8 @@ int cmd_search(int argc, char **argv)
 		status = cli_search_report(a.report, &d, &sc, &opts, a.path);
 	}
 	if (status == EXIT_OK) {
-		struct run r = {.sc = &sc, .opts = &opts, .d = &d, .acceptance_cli = a.acceptance};
+		struct run r = {.sc = &sc, .opts = &opts, .d = &d, .acceptance_cli = a.acceptance,
+			      .scalar_forced = a.kernels && strcmp(a.kernels, "none") == 0};
 		struct mp_doc *doc = a.format == CLI_OUTPUT_TEXT ? NULL : mp_deploy_to_doc(&d, &sc, &opts);
 		if (doc && sc.engine.name) {
 			mp_doc_put(doc, "engine", mp_engine_profile_to_doc(&sc.engine));

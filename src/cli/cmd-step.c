@@ -4,6 +4,7 @@
  * largest batch; optionally one factor calibrated from a measured step and
  * predictions at other widths with it. */
 #include "cli.h"
+#include "kernel-note.h"
 #include "trust-note.h"
 
 #include <math.h>
@@ -59,8 +60,9 @@ static const struct cli_opt step_options[] = {
 	CLI_OPT_SLOTS,
 	CLI_OPT_DRAFTER_SLOTS(OPT_DRAFTER_SLOTS),
 	CLI_OPT_MIN_REDUNDANT(OPT_MIN_REDUNDANT),
-	{"kernels", OPT_KERNELS, "FILE", "a kernel table (hardware/kernels/GPU.csv): price the routed, dense and shared terms "
-		"from its measured efficiencies (default: none, the scalar factors)", CLI_COMPLETE_FILE},
+	{"kernels", OPT_KERNELS, "FILE|none", "a kernel table (hardware/kernels/GPU.csv): price the routed, dense and shared terms\n"
+		"                                 from its measured efficiencies (default: the table the hardware file names in\n"
+		"                                 `kernels:`, else the scalar factors); none = the scalar factors", CLI_COMPLETE_FILE},
 	{"busiest", OPT_BUSIEST, "F", "busiest GPU's routed load over the mean, >= 1 (default 1: balanced)", NULL},
 	{"measured-step", OPT_MEASURED, "TIME", "a measured step time at this configuration, e.g. '10 ms': calibrate one factor (default: none)", NULL},
 	{"measured-tokens-per-s", OPT_MEASURED_TPS, "X", "a measured output (decode) or input (prefill) tokens/s per GPU, instead (default: none)", NULL},
@@ -98,7 +100,7 @@ const struct cli_command_help cmd_step_help = {
 
 struct step_args {
 	const char *model, *hardware, *output;
-	const char *kernels;      /* --kernels FILE, or NULL */
+	const char *kernels;      /* --kernels FILE, or NULL (the hardware's); "none" = scalar */
 	const char *context_text; /* as given: prefill refuses 0 once the phase is known */
 	enum mp_step_phase phase;
 	uint32_t ep, nodes_of, slots, drafter_slots, tp, min_redundant;
@@ -291,7 +293,10 @@ static void print_terms(FILE *f, const struct mp_step *s)
 	}
 }
 
-static void print_point(FILE *f, const struct step_point *p)
+struct step_run;
+static void kernel_note(FILE *f, const struct step_point *p, const struct step_run *r);
+
+static void print_point(FILE *f, const struct step_point *p, const struct step_run *r)
 {
 	const struct mp_step *s = &p->s;
 	bool decode = p->in.phase == MP_STEP_DECODE;
@@ -300,6 +305,7 @@ static void print_point(FILE *f, const struct step_point *p)
 	fprintf(f, "%s EP%u over %u scale-up domain%s, %s kernels, overlap %s, attention %s\n",
 		decode ? "decode" : "prefill", p->in.width.ep, s->nodes, cli_s(s->nodes), mp_step_kernel_name(s->kernel),
 		mp_step_overlap_name(s->overlap), att);
+	kernel_note(f, p, r);
 	print_terms(f, s);
 	fprintf(f, "  compute %.3f ms, exchange %.3f ms (%.3f ms exposed)\n", s->compute_s * 1e3,
 		s->exchange_s * 1e3, s->exposed_exchange_s * 1e3);
@@ -335,7 +341,14 @@ struct step_run {
 	size_t n_pred;
 	struct mp_engine_profile engine; /* a shallow copy of step_args' (it owns the strings) */
 	bool has_engine;                 /* false: an ideal engine */
+	const struct mp_hardware *hw;    /* for the kernel-table note */
+	bool scalar_forced;              /* --kernels none */
 };
+
+static void kernel_note(FILE *f, const struct step_point *p, const struct step_run *r)
+{
+	cli_kernel_note(f, "  ", &p->s, r->hw, r->scalar_forced);
+}
 
 static double factor_value(const struct mp_efficiency *e, enum mp_step_factor f)
 {
@@ -360,7 +373,7 @@ static int print_run(void *user, FILE *f)
 			(const char *const[]){"reserve", "mem_fraction_static", "mem_fraction_static auto",
 					      "gpu_memory_utilization"}[r->engine.memory]);
 	}
-	print_point(f, &r->main);
+	print_point(f, &r->main, r);
 	if (r->calibrated) {
 		fprintf(f, "\ncalibrated %s from a measured step of %.4g ms: %.6g -> %.6g (the step above "
 			   "uses it)\n",
@@ -370,7 +383,7 @@ static int print_run(void *user, FILE *f)
 			bool short_hbm = q->has_hbm && !q->hbm.fits;
 			fprintf(f, "\npredicted with it%s:\n",
 				short_hbm ? " (the batch does not fit in HBM at this width)" : "");
-			print_point(f, q);
+			print_point(f, q, r);
 			fprintf(f, "tokens/s per GPU here / at the measured width: %.4f%s\n",
 				r->main.s.tokens_per_s_per_gpu > 0.0
 					? q->s.tokens_per_s_per_gpu / r->main.s.tokens_per_s_per_gpu
@@ -452,6 +465,10 @@ static int run(const struct step_args *a, const struct mp_model *m, struct mp_ha
 	in->tp = a->tp;
 	in->busiest_factor = a->busiest;
 	in->kernels = kernels;
+	in->kernels_name = kernels ? a->kernels : NULL;
+	in->scalar_factors = a->kernels && strcmp(a->kernels, "none") == 0;
+	r.hw = hw;
+	r.scalar_forced = in->scalar_factors;
 	if (a->phase == MP_STEP_DECODE) {
 		in->requests = a->requests;
 		in->context_tokens = a->context;
@@ -572,8 +589,9 @@ int cmd_step(int argc, char **argv)
 	if (a.ep % a.tp != 0) {
 		return cli_usage("step", "--attention tp:%u must divide --ep %u", a.tp, a.ep);
 	}
+	bool table_file = a.kernels && strcmp(a.kernels, "none") != 0;
 	const char *inputs[] = {a.model, a.hardware, a.kernels};
-	if (!cli_outputs_spare_inputs("step", &a.output, 1, inputs, a.kernels ? 3 : 2)) {
+	if (!cli_outputs_spare_inputs("step", &a.output, 1, inputs, table_file ? 3 : 2)) {
 		return EXIT_USAGE;
 	}
 	struct mp_model model;
@@ -583,7 +601,7 @@ int cmd_step(int argc, char **argv)
 	int status = cli_load_model_hardware(a.model, a.hardware, &model, &hw);
 	static struct mp_kernel_table kt;
 	kt = (struct mp_kernel_table){NULL, 0};
-	if (status == 0 && a.kernels) {
+	if (status == 0 && table_file) {
 		struct mp_diags d;
 		mp_diags_init(&d);
 		if (mp_load_kernel_table(a.kernels, &kt, &d) != 0) {
@@ -600,7 +618,7 @@ int cmd_step(int argc, char **argv)
 	}
 	if (status == 0) {
 		cli_warn_step_gaps(a.model, &model);
-		status = run(&a, &model, &hw, a.kernels ? &kt : NULL);
+		status = run(&a, &model, &hw, table_file ? &kt : NULL);
 	}
 	mp_engine_profile_finish(&a.engine);
 	mp_kernel_table_finish(&kt);

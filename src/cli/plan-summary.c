@@ -3,6 +3,7 @@
  * placement's quality. The full plan is the YAML/JSON document (-o,
  * --format yaml|json), which pipes and files keep getting. */
 #include "cli.h"
+#include "kernel-note.h"
 
 #include <math.h>
 #include <string.h>
@@ -256,6 +257,8 @@ int cli_plan_summary(void *user, FILE *f)
 	row(f, "", "prefill", "decode");
 	row(f, "hardware", sc->prefill.hardware.name ? sc->prefill.hardware.name : "",
 	    sc->decode.hardware.name ? sc->decode.hardware.name : "");
+	row(f, "kernel efficiency", cli_kernel_source_hw(&sc->prefill.hardware, in->scalar_forced),
+	    cli_kernel_source_hw(&sc->decode.hardware, in->scalar_forced));
 	phase_cells(ph, spec, m->routed_experts, f);
 	/* Layers by the model's numbering, as the plan's placement.layers[]. */
 	quality_cells(ph, plan->loads.layer_ids, f);

@@ -991,7 +991,7 @@ int mp_load_model(const char *path, struct mp_model *out, struct mp_diags *diags
 
 static const char *const hardware_keys[] = {
 	"name", "peak_flops", "hbm_bytes", "hbm_bandwidth", "scale_up_domain_gpus",
-	"gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth", "efficiency", NULL,
+	"gpus_per_node", "scale_up_bandwidth", "scale_out_bandwidth", "efficiency", "kernels", NULL,
 };
 
 static const char *const efficiency_keys[] = {
@@ -1049,6 +1049,66 @@ static bool get_rate_or_zero(struct ld *ld, const yaml_node_t *node, const char 
 	return true;
 }
 
+/* "a/b/../c" -> "a/c" in place, for display: a segment followed by ".."
+ * goes with it (lexically; the file was already opened by its full path). */
+static void tidy_path(char *p)
+{
+	bool again = true;
+	while (again) {
+		again = false;
+		for (char *seg = p; *seg;) {
+			char *slash = strchr(seg, '/');
+			if (!slash) {
+				break;
+			}
+			size_t len = (size_t)(slash - seg);
+			bool parent = len == 2 && seg[0] == '.' && seg[1] == '.';
+			if (len > 0 && !parent && strncmp(slash, "/../", 4) == 0) {
+				memmove(seg, slash + 4, strlen(slash + 4) + 1);
+				again = true;
+				break;
+			}
+			seg = slash + 1;
+		}
+	}
+}
+
+/* `kernels: FILE`: the GPU's kernel table (issue 23), resolved against the
+ * file it is written in, loaded now so that its errors name their rows. */
+static void parse_kernels(struct ld *ld, const yaml_node_t *node, const char *field,
+			  struct mp_hardware *hw)
+{
+	char *rel = NULL;
+	if (!node || !ld_get_string(ld, node, field, &rel) || !rel) {
+		free(rel);
+		return;
+	}
+	bool found = false;
+	char *path = ld_resolve_path(ld->path, rel, &found);
+	if (!path) {
+		free(rel);
+		ld_fail(ld, MP_ENOMEM);
+		return;
+	}
+	if (!found) {
+		char where[512];
+		ld_error(ld, node, "%s: cannot find the kernel table '%s' (%s)", field, rel,
+			 ld_looked_in(ld->path, rel, where, sizeof(where)));
+		free(rel);
+		free(path);
+		return;
+	}
+	free(rel);
+	int rc = mp_load_kernel_table(path, &hw->kernels, ld->diags);
+	if (rc != 0) {
+		free(path);
+		ld_fail(ld, rc);
+		return;
+	}
+	tidy_path(path);
+	hw->kernels_path = path;
+}
+
 void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
 		       struct mp_hardware *out)
 {
@@ -1104,6 +1164,7 @@ void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,
 		snprintf(sub, sizeof(sub), "%s", FIELD("efficiency"));
 		parse_efficiency(ld, eff, sub, &hw.efficiency);
 	}
+	parse_kernels(ld, ld_get(ld, node, "kernels"), FIELD("kernels"), &hw);
 	mp_hardware_finish(out);
 	*out = hw;
 }

@@ -48,6 +48,10 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 		mp_doc_put(terms, NULL, e);
 	}
 	mp_doc_put(d, "terms", terms);
+	/* issue 23: where the kernel efficiencies came from */
+	mp_doc_put_string(d, "kernel_table", s->kernel_table ? (s->kernel_table_name ? s->kernel_table_name
+									      : "given")
+							     : "none: scalar factors");
 	struct mp_doc *eff = mp_doc_map();
 	mp_doc_put_real(eff, "hbm", s->efficiency.hbm);
 	mp_doc_put_real(eff, "gemm", s->efficiency.gemm);

@@ -138,6 +138,23 @@ int mp_kernel_lookup(const struct mp_kernel_table *table, enum mp_kernel_kind ki
 	return 0;
 }
 
+bool mp_kernel_shape_matches(const struct mp_kernel_table *table, enum mp_kernel_kind kind,
+			     double hidden, double intermediate)
+{
+	bool any = false;
+	for (size_t i = 0; table && i < table->n_rows; i++) {
+		const struct mp_kernel_row *r = &table->rows[i];
+		if (r->kind != kind) {
+			continue;
+		}
+		if ((r->k > 0.0 && r->k != hidden) || (r->n > 0.0 && r->n != intermediate)) {
+			return false;
+		}
+		any = true;
+	}
+	return any;
+}
+
 void mp_kernel_table_finish(struct mp_kernel_table *table)
 {
 	if (!table)

@@ -97,6 +97,10 @@ void mp_hardware_finish(struct mp_hardware *hw)
 	}
 	free(hw->name);
 	hw->name = NULL;
+	free(hw->kernels_path);
+	hw->kernels_path = NULL;
+	mp_kernel_table_finish(&hw->kernels);
+	hw->kernels = (struct mp_kernel_table){0};
 }
 
 static const struct {

@@ -141,6 +141,7 @@ struct ctx {
 	const struct mp_model *m;
 	const struct mp_hardware *hw;
 	const struct mp_step_input *in;
+	const struct mp_kernel_table *kt; /* the table priced from, or NULL */
 	struct mp_efficiency eff;
 	enum mp_step_kernel kernel;
 	double bw;          /* achieved HBM bytes/s */
@@ -164,8 +165,8 @@ static double table_eff(const struct ctx *c, enum mp_kernel_kind kind, double pr
 {
 	double e = 0.0;
 	bool cl = false;
-	if (!c->in->kernels || !(primary > 0.0) || !(secondary > 0.0) ||
-	    mp_kernel_lookup(c->in->kernels, kind, primary, secondary, &e, &cl) != 0 || !(e > 0.0)) {
+	if (!c->kt || !(primary > 0.0) || !(secondary > 0.0) ||
+	    mp_kernel_lookup(c->kt, kind, primary, secondary, &e, &cl) != 0 || !(e > 0.0)) {
 		return 0.0;
 	}
 	c->use->from_table[term] = true;
@@ -239,6 +240,11 @@ static void ctx_init(struct ctx *c, const struct mp_model *m, const struct mp_ha
 		     const struct mp_step_input *in)
 {
 	*c = (struct ctx){.m = m, .hw = hw, .in = in};
+	if (in->kernels) {
+		c->kt = in->kernels;
+	} else if (!in->scalar_factors && hw->kernels.n_rows > 0) {
+		c->kt = &hw->kernels;
+	}
 	if (in->efficiency) {
 		c->eff = *in->efficiency;
 	} else {
@@ -488,7 +494,11 @@ static struct mp_step_term routed_part(const struct ctx *c, const struct mp_expe
 	double wbytes = touched * e->weight_bytes;
 	double abytes = t * k * e->act_bytes_per_visit;
 	double flops = t * k * e->flops_per_token;
-	double te = table_eff(c, MP_KERNEL_MOE_BLOCK, sg, t, term);
+	/* the moe_block rows only for the expert shape they were measured on */
+	double te = c->kt && mp_kernel_shape_matches(c->kt, MP_KERNEL_MOE_BLOCK, (double)c->m->hidden_size,
+						     (double)c->m->expert_intermediate_size)
+			    ? table_eff(c, MP_KERNEL_MOE_BLOCK, sg, t, term)
+			    : 0.0;
 	/* the moe_block rows are measured end to end: they hold the fixed part */
 	*fixed_out = te > 0.0 ? 0.0 : (double)layers * moe_fixed(c, sg);
 	if (!(te > 0.0)) {
@@ -773,7 +783,8 @@ int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 		.kernel = c.kernel,
 		.efficiency = c.eff,
 		.nodes = c.nodes,
-		.kernel_table = in->kernels != NULL,
+		.kernel_table = c.kt != NULL,
+		.kernel_table_name = !c.kt ? NULL : in->kernels ? in->kernels_name : hw->kernels_path,
 	};
 	c.use = &s;
 	bool two = in->overlap == MP_OVERLAP_TWO_BATCH;

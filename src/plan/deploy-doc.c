@@ -145,6 +145,13 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 		mp_doc_put(pre, "chosen_full_placement", point_doc(&dep->prefill_final));
 		mp_doc_put(dec, "chosen_full_placement", point_doc(&dep->decode_final));
 	}
+	/* issue 23: where each pool's kernel efficiencies came from */
+	mp_doc_put_string(pre, "kernel_table", sc->prefill.hardware.kernels.n_rows > 0 && sc->prefill.hardware.kernels_path
+					     ? sc->prefill.hardware.kernels_path
+					     : "none: scalar factors");
+	mp_doc_put_string(dec, "kernel_table", sc->decode.hardware.kernels.n_rows > 0 && sc->decode.hardware.kernels_path
+					     ? sc->decode.hardware.kernels_path
+					     : "none: scalar factors");
 	mp_doc_put(doc, "prefill", pre);
 	mp_doc_put(doc, "decode", dec);
 	if (dep->has_pools) {

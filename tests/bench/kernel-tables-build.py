@@ -81,7 +81,7 @@ def main():
             gpu = SYS[r['system']]
             t, ep, e = float(r['tokens_per_gpu']), int(r['ep']), int(r['experts_per_gpu'])
             roof = moe_roofline(t, ep, e, PEAKS[gpu])
-            rows[gpu].append(('moe_block', r['tokens_per_gpu'], '', '', '', e, '', float(r['measured_us']), roof, 'aic_moe'))
+            rows[gpu].append(('moe_block', r['tokens_per_gpu'], 7168, 2048, '', e, '', float(r['measured_us']), roof, 'aic_moe'))
             srcs[gpu]['aic_moe'] = AIC + r['system'] + '/moe/sglang/0.5.10/wideep_generation_moe_perf.parquet (SGLang 0.5.10 DeepEPMoE.run_moe_core, DeepSeek-V3, CUDA graph; ep column gives experts 256/EP)'
     with open(os.path.join(ref, 'aic_wideep_mla_generation_vs_moeplan.csv')) as f:
         for r in csv.DictReader(f):

@@ -14,7 +14,8 @@ Runs each published case through `moeplan step --format json` and prints a
 markdown table: published figure, predicted, signed error (predicted /
 published - 1), and the class of printed figure the row counts toward. A
 row counts toward a class when it compares a figure moeplan prints, run
-with the default factors (no --kernels), against a published one; each
+with the defaults (no --kernels: the kernel table the hardware file names,
+else the scalar factors), against a published one; each
 class's errors go into src/model/published-error.c, which gives every
 printed step time, tokens/s, TPOT and TTFT its "published cases" interval
 (src/model/trust.c). The stored errors are the table's error column
@@ -99,13 +100,16 @@ def cmd_of(args, table=None):
 
 def build(exe):
     t = Table()
-    for table, label in ((None, 'scalar factors'), ('hardware/kernels/h100.csv', 'H100 kernel table (H800 = H100 die)')):
+    for table, label in ((None, 'default: the H800 kernel table hgx-h800.yaml names'),
+                         ('none', 'scalar factors (--kernels none)'),
+                         ('hardware/kernels/h100.csv', 'H100 kernel table (H800 = H100 die)')):
         d = step(exe, V3, table)
         cls = None if table else 'step time'
         t.row('[P] DeepSeek decode step, %s' % label, 96.0, d['step_time_s'] * 1e3, 'ms', cls, cmd_of(V3, table))
         t.row('[P] routed GEMMs + activation per layer and micro-batch, %s' % label, 128.0,
               term(d, 'routed') / 2 / 58 * 1e6, 'us', None, cmd_of(V3, table))
-    for table, label in ((None, 'scalar factors'), ('hardware/kernels/b200.csv', 'B200 kernel table')):
+    for table, label in ((None, 'default: scalar factors (no GB200 table)'),
+                         ('hardware/kernels/b200.csv', 'B200 kernel table')):
         d64 = step(exe, V41 + ['--ep', '64', '-r', '8'], table)
         d8 = step(exe, V41 + ['--ep', '8', '-r', '8'], table)
         t.row('[S] V4.1-Flash EP64 step, 8 requests, GB200, %s' % label, 10.0, d64['step_time_s'] * 1e3, 'ms',
