@@ -108,8 +108,25 @@ def build(exe):
         t.row('[P] DeepSeek decode step, %s' % label, 96.0, d['step_time_s'] * 1e3, 'ms', cls, cmd_of(V3, table))
         t.row('[P] routed GEMMs + activation per layer and micro-batch, %s' % label, 128.0,
               term(d, 'routed') / 2 / 58 * 1e6, 'us', None, cmd_of(V3, table))
+        if table is None:
+            # every term beside the trace's per-layer figure (issue 23's reading of
+            # the trace): per layer and micro-batch, 61 layers (58 MoE)
+            for name, pub, pred in (
+                    ('attention core (MLA)', 255.0, term(d, 'attention') / 2 / 61),
+                    ('other attention kernels (projections, norms, rope, quantisation; '
+                     'moeplan: its dense term, with the 3 dense MLPs and the router)', 133.0,
+                     term(d, 'dense') / 2 / 61),
+                    ('dispatch', 187.0, term(d, 'dispatch') / 2 / 58),
+                    ('combine', 394.0, term(d, 'combine') / 2 / 58)):
+                t.row('[P] %s per layer and micro-batch, %s' % (name, label), pub, pred * 1e6, 'us', None,
+                      cmd_of(V3, table))
+            t.row('[P] outside the layers (embedding, LM head, MTP, sampling; moeplan: lm_head + drafter '
+                  '+ overhead), %s' % label, 8.7,
+                  (term(d, 'lm_head') + term(d, 'drafter') + term(d, 'overhead')) * 1e3, 'ms', None,
+                  cmd_of(V3, table))
     for table, label in ((None, 'default: scalar factors (no GB200 table)'),
-                         ('hardware/kernels/b200.csv', 'B200 kernel table')):
+                         ('hardware/kernels/b200.csv', 'B200 kernel table (its moe_block rows are '
+                          "DeepSeek-V3's expert shape, not V4.1-Flash's: the routed term keeps the factors)")):
         d64 = step(exe, V41 + ['--ep', '64', '-r', '8'], table)
         d8 = step(exe, V41 + ['--ep', '8', '-r', '8'], table)
         t.row('[S] V4.1-Flash EP64 step, 8 requests, GB200, %s' % label, 10.0, d64['step_time_s'] * 1e3, 'ms',
