@@ -222,7 +222,9 @@ static bool p2_init(struct p2 *p)
 	return true;
 }
 
-int pl_p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r)
+/* pl_p2_decide, for models of at most max_cols columns (larger: unknown). */
+static int p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r,
+		     uint64_t max_cols)
 {
 	if (prob->S != 2 || !(T > 0) || *budget == 0) {
 		return PL_P2_UNKNOWN;
@@ -238,7 +240,7 @@ int pl_p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_
 		rc = PL_P2_INFEASIBLE;
 		goto out;
 	}
-	if ((uint64_t)prob->E * (p.spare + 1) > P2_MAX_COLS) {
+	if ((uint64_t)prob->E * (p.spare + 1) > max_cols) {
 		goto out;
 	}
 	if (collect_points(&p) != 0) {
@@ -260,6 +262,11 @@ out:
 	return rc;
 }
 
+int pl_p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r)
+{
+	return p2_decide(prob, T, budget, r, P2_MAX_COLS);
+}
+
 /* Work units (GLPK simplex iterations plus P2_NODE_WORK per node), times
  * effort: P2_WORK for a test at the gap goal, P2_MORE_WORK for a test of
  * the optimum. About 1,000 iterations of a 256-expert model take a second on
@@ -267,6 +274,13 @@ out:
  * GLPK's presolve (no iterations at all), a hard one is given up early. */
 #define P2_WORK 3e3
 #define P2_MORE_WORK 1e2
+/* Largest model for the test of the optimum once this stage met the gap
+ * goal itself: GLPK's presolve of the dense model is the cost of a test
+ * (not its simplex iterations, which the budget counts), and on Zipf 0.6
+ * at EP144 x 2 (2,560 columns) the test took 58% of the layer's time and
+ * never decided; on Zipf 1.0 (1,024 columns) it proves the optimum in
+ * milliseconds. */
+#define P2_OPTIMUM_MAX_COLS 1024
 /* Threshold tests per layer. */
 #define P2_STEPS 6
 
@@ -289,6 +303,7 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
 		rc = MP_ENOMEM;
 		goto out;
 	}
+	bool goal_here = false; /* a test of this stage met the goal */
 	for (int step = 0; step < P2_STEPS && !pl_timed_out(work, deadline); step++) {
 		double hi = best->max;
 		if (*lb >= hi - prob->tol) {
@@ -300,7 +315,7 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
 		bool at_goal = *lb >= goal;
 		double T = at_goal ? hi - prob->tol / 2 : goal;
 		uint64_t budget = p2_units(at_goal ? P2_MORE_WORK : P2_WORK, effort);
-		int d = pl_p2_decide(prob, T, &budget, r);
+		int d = p2_decide(prob, T, &budget, r, goal_here ? P2_OPTIMUM_MAX_COLS : P2_MAX_COLS);
 		if (d < 0) {
 			rc = d;
 			goto out;
@@ -312,6 +327,7 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
 			if (at_goal) {
 				break;
 			}
+			goal_here = true;
 			continue;
 		}
 		if (d != PL_P2_FEASIBLE || !pl_fs_pack(prob, r, &cand)) {
