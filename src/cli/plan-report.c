@@ -227,6 +227,12 @@ static void write_widths(FILE *f, const struct report *r, bool decode)
 		fprintf(f, " |\n");
 	}
 	fprintf(f, "\n");
+	const struct mp_hardware *hw = decode ? &r->sc->decode.hardware : &r->sc->prefill.hardware;
+	if (hw->kernels.n_rows > 0) {
+		fprintf(f, "Kernel efficiency: the table `%s`.\n\n", hw->kernels_path ? hw->kernels_path : "(given)");
+	} else {
+		fprintf(f, "Kernel efficiency: the scalar factors (no kernel table).\n\n");
+	}
 	cli_trust_markdown(f, decode);
 }
 

@@ -216,6 +216,16 @@ static int write_report(void *user, FILE *f)
 	chosen_row(f, "prefill", &d->prefill);
 	chosen_row(f, "decode", &d->decode);
 	fprintf(f, "\n");
+	const struct mp_hardware *hw[2] = {&r->sc->prefill.hardware, &r->sc->decode.hardware};
+	for (int i = 0; i < 2; i++) {
+		if (hw[i]->kernels.n_rows > 0) {
+			fprintf(f, "Kernel efficiency, %s: the table `%s`.\n", i ? "decode" : "prefill",
+				hw[i]->kernels_path ? hw[i]->kernels_path : "(given)");
+		} else {
+			fprintf(f, "Kernel efficiency, %s: the scalar factors (no kernel table).\n", i ? "decode" : "prefill");
+		}
+	}
+	fprintf(f, "\n");
 	cli_trust_markdown(f, 0);
 	cli_trust_markdown(f, 1);
 	if (d->has_pools) {
