@@ -138,7 +138,7 @@ static void bad(const char *rel, const char *want)
 	assert_true(d.count >= 1);
 	if (!strstr(d.items[0].message, want))
 		fail_msg("message '%s' lacks '%s'", d.items[0].message, want);
-	assert_int_equal(d.items[0].line, 2);
+	assert_int_equal(d.items[0].line, 3); /* the row after the source and header lines */
 	assert_null(t.rows);
 	mp_diags_finish(&d);
 }
@@ -148,6 +148,13 @@ static void kernels__bad_rows(void **state)
 	(void)state;
 	bad("tests/data/kernels/bad-negative.csv", "column k: expected a number > 0 or nothing, got '-3'");
 	bad("tests/data/kernels/bad-efficiency.csv", "column efficiency: expected roofline_us / measured_us");
+	/* a new user's findings: a twelfth cell, a source no '# source' line
+	 * declares, a hexadecimal size and a moe_block row without its
+	 * experts axis were all taken */
+	bad("tests/data/kernels/bad-cells.csv", "expected 11 columns");
+	bad("tests/data/kernels/bad-source.csv", "column source: expected the key of a '# source KEY: ...' line, got 'nobody'");
+	bad("tests/data/kernels/bad-hex.csv", "column m: expected a number > 0 or nothing, got '0x40'");
+	bad("tests/data/kernels/bad-axes.csv", "moe_block: give experts and m");
 }
 
 /* A step priced with a table (step.h, in->kernels): the routed term is its

@@ -832,8 +832,9 @@ static void step__hardware_names_its_kernel_table(void **state)
 	assert_int_equal(def.status, 0);
 	assert_int_equal(given.status, 0);
 	assert_int_equal(none.status, 0);
-	assert_non_null(strstr(def.out, "hardware/kernels/h800.csv\""));
-	assert_non_null(strstr(none.out, "\"kernel_table\": \"none: scalar factors\""));
+	/* named as the hardware file writes it, from any folder */
+	assert_non_null(strstr(def.out, "\"kernel_table\": \"kernels/h800.csv\""));
+	assert_non_null(strstr(none.out, "\"kernel_table\": \"none: scalar factors (--kernels none)\""));
 	assert_near(json_number(def.out, "step_time_s"), json_number(given.out, "step_time_s"), 0.0);
 	assert_true(fabs(json_number(def.out, "step_time_s") / json_number(none.out, "step_time_s") - 1.0) > 0.01);
 	cli_result_free(&def);
@@ -848,6 +849,22 @@ static void step__hardware_names_its_kernel_table(void **state)
 	assert_int_equal(t.status, 0);
 	assert_non_null(strstr(t.out, "\n  kernel efficiency: scalar factors: no kernel table for NVIDIA GB200"));
 	cli_result_free(&t);
+	t = cli_run("step", "-m", src_path("plans/models/deepseek-v4.1-flash.yaml"), "-H",
+		    src_path("hardware/gb200-nvl72.yaml"), "--ep", "64", "-r", "8", "-c", "4096", "--format",
+		    "json", NULL);
+	assert_non_null(strstr(t.out, "\"kernel_table\": \"none: scalar factors (no kernel table for this GPU)\""));
+	cli_result_free(&t);
+	/* a table with no row for the model's kernels prices nothing, and
+	 * says so: V4.1-Flash's experts are not DeepSeek-V3's shape, and the
+	 * B200 table has only moe_block and mla_decode rows */
+	t = cli_run("step", "-m", src_path("plans/models/deepseek-v4.1-flash.yaml"), "-H",
+		    src_path("hardware/hgx-b200.yaml"), "--ep", "64", "-r", "8", "-c", "4096", NULL);
+	assert_non_null(strstr(t.out, "\n  kernel efficiency: scalar factors: the table kernels/b200.csv has no "
+				      "row for this model's kernels\n"));
+	cli_result_free(&t);
+	t = cli_run("step", "-m", model, "-H", h800y, "--ep", "8", "-r", "8", "-c", "100", "--kernels", "", NULL);
+	assert_int_equal(t.status, 2);
+	cli_result_free(&t);
 	char dir[] = "/tmp/moeplan-kt-XXXXXX";
 	assert_non_null(mkdtemp(dir));
 	char hw[4300];
@@ -859,10 +876,26 @@ static void step__hardware_names_its_kernel_table(void **state)
 	fclose(f);
 	t = cli_run("step", "-m", model, "-H", hw, "--ep", "8", "-r", "8", "-c", "100", NULL);
 	assert_int_equal(t.status, 1);
-	char want[4400];
+	char want[4600];
 	snprintf(want, sizeof(want), "%s:7:10: error: kernels: cannot find the kernel table 'nope.csv'", hw);
 	assert_non_null(strstr(t.err, want));
 	cli_result_free(&t);
+	/* a table that exists but is refused: its own error, and one at the
+	 * line that named it */
+	char bad[64];
+	snprintf(bad, sizeof(bad), "%s/nope.csv", dir);
+	f = fopen(bad, "w");
+	assert_non_null(f);
+	fputs("kernel,m\n", f);
+	fclose(f);
+	t = cli_run("step", "-m", model, "-H", hw, "--ep", "8", "-r", "8", "-c", "100", NULL);
+	assert_int_equal(t.status, 1);
+	snprintf(want, sizeof(want), "%s:7:10: error: kernels: the kernel table 'nope.csv' cannot be used", hw);
+	assert_non_null(strstr(t.err, want));
+	snprintf(want, sizeof(want), "%s:1:1: error: expected the header line", bad);
+	assert_non_null(strstr(t.err, want));
+	cli_result_free(&t);
+	unlink(bad);
 	unlink(hw);
 	rmdir(dir);
 }

@@ -183,12 +183,14 @@ struct mp_hardware {
 	double scale_out_bw_bytes_per_s;        /**< per GPU, per direction (NIC) */
 	struct mp_efficiency efficiency;        /**< achieved fractions and fixed times (step.h);
 						     0 = default */
-	char *kernels_path;                     /**< owned; the kernel table named by the hardware
-						     file's `kernels:` (resolved against that file),
-						     NULL = none */
+	char *kernels_path;                     /**< owned; the kernel table as the hardware file's
+						     `kernels:` names it (opened relative to that
+						     file), for the output; NULL = none */
 	struct mp_kernel_table kernels;         /**< owned; its rows (issue 23): the step prices
 						     from them by default (step.h, mp_step_input
 						     .kernels); no rows = the scalar factors */
+	bool kernels_none;                      /**< the scalar factors by request (`--kernels
+						     none`), not for want of a table */
 };
 
 /** Fill a model with neutral defaults (SwiGLU, FP8 dispatch, BF16 combine,

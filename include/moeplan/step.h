@@ -303,6 +303,8 @@ struct mp_step {
 					      the hardware's) */
 	const char *kernel_table_name;   /**< its file (in->kernels_name or hw->kernels_path;
 					      borrowed), NULL with the scalar factors */
+	bool scalar_forced;              /**< no table by request (in->scalar_factors or
+					      hw->kernels_none), not for want of one */
 	bool hidden[MP_TERM_COUNT];      /**< the term is off the critical path: under two_batch
 					      the shorter side of its stage (attention: its MoE
 					      layers' share), under full the shorter of compute and

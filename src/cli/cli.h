@@ -306,7 +306,6 @@ struct cli_plan_summary_input {
 	const struct mp_plan *plan;
 	const struct mp_scenario *scenario;
 	const char *path;   /**< the scenario as given on the command line */
-	bool scalar_forced; /**< --kernels none */
 };
 /** Print the summary a person reads on a terminal: per phase the width,
  * slots, HBM, step figures and placement quality, and why each width was

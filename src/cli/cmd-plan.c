@@ -190,6 +190,9 @@ static int parse_args(int argc, char **argv, struct plan_args *a)
 			}
 			break;
 		case OPT_KERNELS:
+			if (!cli_kernels_arg_ok("plan", optarg)) {
+				return EXIT_USAGE;
+			}
 			kernels = optarg;
 			break;
 		default: /* every id of the table has its case above */
@@ -391,8 +394,7 @@ int cmd_plan(int argc, char **argv)
 	}
 	/* On a terminal, with no -o, --format or --export, a person reads
 	 * the summary; pipes and files get the document (issue 16 item 8). */
-	struct cli_plan_summary_input summary = {.plan = &plan, .scenario = &scenario, .path = path,
-						 .scalar_forced = a.kernels && strcmp(a.kernels, "none") == 0};
+	struct cli_plan_summary_input summary = {.plan = &plan, .scenario = &scenario, .path = path};
 	if (!a.format_given && !output && !export_format && isatty(1)) {
 		text = true;
 	}

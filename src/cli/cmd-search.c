@@ -101,7 +101,6 @@ struct run {
 	const struct mp_deploy_options *opts;
 	const struct mp_deploy *d;
 	bool acceptance_cli;  /* --acceptance given */
-	bool scalar_forced;   /* --kernels none */
 };
 
 static const char *att_text(uint32_t tp, char *buf, size_t size)
@@ -219,9 +218,9 @@ static int print_search(void *user, FILE *out)
 				: sc->decode.acceptance >= 0 ? "decode phase"
 				: "default");
 	fputc('\n', out);
-	fprintf(out, "kernel efficiency: prefill %s; decode %s\n",
-		cli_kernel_source_hw(&sc->prefill.hardware, r->scalar_forced),
-		cli_kernel_source_hw(&sc->decode.hardware, r->scalar_forced));
+	fprintf(out, "kernel efficiency (a table prices the kernels it has rows for; `moeplan step` marks "
+		     "each term): prefill %s; decode %s\n",
+		cli_kernel_source_hw(&sc->prefill.hardware), cli_kernel_source_hw(&sc->decode.hardware));
 	print_phase(out, &d->prefill, sc->prefill.hardware.name ? sc->prefill.hardware.name : "prefill GPUs");
 	print_final(out, d, &d->prefill_final);
 	print_phase(out, &d->decode, sc->decode.hardware.name ? sc->decode.hardware.name : "decode GPUs");
@@ -380,6 +379,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			ok = parse_overlaps(optarg, &a->cli.overlap_mask);
 			break;
 		case OPT_KERNELS:
+			if (!cli_kernels_arg_ok("search", optarg)) {
+				return EXIT_USAGE;
+			}
 			a->kernels = optarg;
 			break;
 		case OPT_ENGINE: {
@@ -598,8 +600,7 @@ int cmd_search(int argc, char **argv)
 		status = cli_search_report(a.report, &d, &sc, &opts, a.path);
 	}
 	if (status == EXIT_OK) {
-		struct run r = {.sc = &sc, .opts = &opts, .d = &d, .acceptance_cli = a.acceptance,
-			      .scalar_forced = a.kernels && strcmp(a.kernels, "none") == 0};
+		struct run r = {.sc = &sc, .opts = &opts, .d = &d, .acceptance_cli = a.acceptance};
 		struct mp_doc *doc = a.format == CLI_OUTPUT_TEXT ? NULL : mp_deploy_to_doc(&d, &sc, &opts);
 		if (doc && sc.engine.name) {
 			mp_doc_put(doc, "engine", mp_engine_profile_to_doc(&sc.engine));

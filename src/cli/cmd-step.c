@@ -154,7 +154,7 @@ static bool parse_one(int c, struct step_args *a)
 	switch (c) {
 	case 'm': a->model = optarg; return true;
 	case 'H': a->hardware = optarg; return true;
-	case OPT_KERNELS: a->kernels = optarg; return true;
+	case OPT_KERNELS: a->kernels = optarg; return cli_kernels_arg_ok("step", optarg);
 	case OPT_ENGINE: a->engine_arg = optarg; return true;
 	case 'o': a->output = optarg; return true;
 	case OPT_PHASE:

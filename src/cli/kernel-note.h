@@ -4,6 +4,7 @@
 #define MOEPLAN_CLI_KERNEL_NOTE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "moeplan/model.h"
@@ -16,11 +17,17 @@
 void cli_kernel_note(FILE *f, const char *indent, const struct mp_step *s,
 		     const struct mp_hardware *hw, bool forced_scalar);
 
-/* The same in a few words, for a table cell or a report line. */
-const char *cli_kernel_source(const struct mp_step *s, bool forced_scalar);
+/* The same in a few words, for a table cell or a report line, into buf;
+ * returns buf. hw may be NULL. */
+const char *cli_kernel_source(const struct mp_step *s, const struct mp_hardware *hw, char *buf,
+			      size_t size);
 
-/* The same for a phase's hardware (its own table, or none). */
-const char *cli_kernel_source_hw(const struct mp_hardware *hw, bool forced_scalar);
+/* A phase's hardware table as named (or the scalar factors and why),
+ * where no step is at hand. */
+const char *cli_kernel_source_hw(const struct mp_hardware *hw);
+
+/* --kernels '' is a usage error (exit 2, said); true when arg is usable. */
+bool cli_kernels_arg_ok(const char *cmd, const char *arg);
 
 /* `--kernels FILE|none` of plan and search: replace both phases' tables
  * (none = the scalar factors). arg NULL = keep the hardware files'.

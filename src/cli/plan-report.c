@@ -2,6 +2,7 @@
  * Markdown summary of its decisions (cli.h). Everything shown is read from
  * the plan and the scenario, the width table from the plan's own ranking. */
 #include "cli.h"
+#include "kernel-note.h"
 #include "trust-note.h"
 
 #include <errno.h>
@@ -228,11 +229,9 @@ static void write_widths(FILE *f, const struct report *r, bool decode)
 	}
 	fprintf(f, "\n");
 	const struct mp_hardware *hw = decode ? &r->sc->decode.hardware : &r->sc->prefill.hardware;
-	if (hw->kernels.n_rows > 0) {
-		fprintf(f, "Kernel efficiency: the table `%s`.\n\n", hw->kernels_path ? hw->kernels_path : "(given)");
-	} else {
-		fprintf(f, "Kernel efficiency: the scalar factors (no kernel table).\n\n");
-	}
+	char ks[256];
+	fprintf(f, "Kernel efficiency of the chosen step: %s.\n\n",
+		cli_kernel_source(&ph->step, hw, ks, sizeof(ks)));
 	cli_trust_markdown(f, decode);
 }
 

@@ -257,8 +257,9 @@ int cli_plan_summary(void *user, FILE *f)
 	row(f, "", "prefill", "decode");
 	row(f, "hardware", sc->prefill.hardware.name ? sc->prefill.hardware.name : "",
 	    sc->decode.hardware.name ? sc->decode.hardware.name : "");
-	row(f, "kernel efficiency", cli_kernel_source_hw(&sc->prefill.hardware, in->scalar_forced),
-	    cli_kernel_source_hw(&sc->decode.hardware, in->scalar_forced));
+	char ka[256], kb[256];
+	row(f, "kernel efficiency", cli_kernel_source(&plan->prefill.step, &sc->prefill.hardware, ka, sizeof(ka)),
+	    cli_kernel_source(&plan->decode.step, &sc->decode.hardware, kb, sizeof(kb)));
 	phase_cells(ph, spec, m->routed_experts, f);
 	/* Layers by the model's numbering, as the plan's placement.layers[]. */
 	quality_cells(ph, plan->loads.layer_ids, f);

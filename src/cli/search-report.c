@@ -2,6 +2,7 @@
  * width, the chosen point marked), the pools as a bar, and a one-page
  * Markdown summary (cli.h). Everything shown is read from the result. */
 #include "cli.h"
+#include "kernel-note.h"
 #include "trust-note.h"
 
 #include <errno.h>
@@ -218,12 +219,7 @@ static int write_report(void *user, FILE *f)
 	fprintf(f, "\n");
 	const struct mp_hardware *hw[2] = {&r->sc->prefill.hardware, &r->sc->decode.hardware};
 	for (int i = 0; i < 2; i++) {
-		if (hw[i]->kernels.n_rows > 0) {
-			fprintf(f, "Kernel efficiency, %s: the table `%s`.\n", i ? "decode" : "prefill",
-				hw[i]->kernels_path ? hw[i]->kernels_path : "(given)");
-		} else {
-			fprintf(f, "Kernel efficiency, %s: the scalar factors (no kernel table).\n", i ? "decode" : "prefill");
-		}
+		fprintf(f, "Kernel efficiency, %s: %s.\n", i ? "decode" : "prefill", cli_kernel_source_hw(hw[i]));
 	}
 	fprintf(f, "\n");
 	cli_trust_markdown(f, 0);

@@ -16,11 +16,43 @@ static const char *const kt_column[KT_COLUMNS] = {
 	"measured_us", "roofline_us", "efficiency", "source",
 };
 
+#define KT_MAX_SOURCES 16
+
 struct kt {
 	const char *path;
 	struct mp_diags *diags;
 	int status;
+	char sources[KT_MAX_SOURCES][32]; /* keys of the "# source KEY: ..." lines */
+	int n_sources;
 };
+
+/* Collect the keys of "# source KEY: ..." lines (any place in the file). */
+static void kt_sources(struct kt *kt, const char *s, const char *end)
+{
+	static const char tag[] = "# source ";
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *stop = nl ? nl : end;
+		size_t n = strlen(tag);
+		if ((size_t)(stop - s) > n && memcmp(s, tag, n) == 0 && kt->n_sources < KT_MAX_SOURCES) {
+			const char *k = s + n, *colon = memchr(k, ':', (size_t)(stop - k));
+			if (colon && colon > k && (size_t)(colon - k) < sizeof kt->sources[0]) {
+				memcpy(kt->sources[kt->n_sources], k, (size_t)(colon - k));
+				kt->sources[kt->n_sources++][colon - k] = 0;
+			}
+		}
+		s = nl ? nl + 1 : end;
+	}
+}
+
+static bool kt_source_known(const struct kt *kt, const char *cell, size_t len)
+{
+	for (int i = 0; i < kt->n_sources; i++) {
+		if (strlen(kt->sources[i]) == len && memcmp(kt->sources[i], cell, len) == 0)
+			return true;
+	}
+	return false;
+}
 
 static void kt_error(struct kt *kt, int line, int col, const char *msg, const char *cell, size_t len)
 {
@@ -44,6 +76,11 @@ static bool kt_number(struct kt *kt, const char *cell, size_t len, int line, int
 	}
 	memcpy(buf, cell, len);
 	buf[len] = 0;
+	/* plain decimal only (strtod would take " 8", "0x8", "inf") */
+	if (strspn(buf, "0123456789.eE+-") != len) {
+		kt_error(kt, line, col, msg, cell, len);
+		return false;
+	}
 	char *end;
 	errno = 0;
 	double v = strtod(buf, &end);
@@ -60,6 +97,44 @@ static void kt_store(struct mp_kernel_row *r, int c, double v)
 	double *slot[] = {NULL, &r->m, &r->k, &r->n, &r->groups, &r->experts, &r->context,
 			  &r->measured_s, &r->roofline_s, &r->efficiency};
 	*slot[c] = c == 7 || c == 8 ? v * 1e-6 : v;
+}
+
+/* The 1-based column (in characters) where cell c of [s, stop) starts. */
+static int kt_col_of(const char *s, const char *stop, int c)
+{
+	const char *q = s;
+	for (int i = 0; i < c && q < stop; q++)
+		i += *q == ',';
+	return (int)(q - s) + 1;
+}
+
+/* The lookup axes of the row's kind are given (kernels.h): GEMMs m and k,
+ * moe_block experts and m, mla_decode m and context. */
+static bool kt_axes_ok(struct kt *kt, const struct mp_kernel_row *r, int line)
+{
+	const char *need = NULL;
+	switch (r->kind) {
+	case MP_KERNEL_GEMM_DENSE:
+	case MP_KERNEL_GEMM_MASKED:
+	case MP_KERNEL_GEMM_CONTIGUOUS:
+		need = r->m > 0 && r->k > 0 ? NULL : "m and k (a GEMM's lookup axes)";
+		break;
+	case MP_KERNEL_MOE_BLOCK:
+		need = r->experts > 0 && r->m > 0 ? NULL : "experts and m (moe_block's lookup axes)";
+		break;
+	case MP_KERNEL_MLA_DECODE:
+		need = r->m > 0 && r->context > 0 ? NULL : "m and context (mla_decode's lookup axes)";
+		break;
+	case MP_KERNEL_KIND_COUNT:
+		break;
+	}
+	if (need) {
+		mp_diags_add(kt->diags, kt->path, line, 1, MP_EINVAL, "%s: give %s", mp_kernel_kind_name(r->kind),
+			     need);
+		kt->status = MP_EINVAL;
+		return false;
+	}
+	return true;
 }
 
 /* One data row [s, stop). Returns false after reporting. */
@@ -86,6 +161,10 @@ static bool kt_row(struct kt *kt, const char *s, const char *stop, int line, str
 			if (!kt_number(kt, cell, len, line, col, c, c <= 6, &v))
 				return false;
 			kt_store(r, c, v);
+		} else if (!kt_source_known(kt, cell, len)) {
+			kt_error(kt, line, col, "column source: expected the key of a '# source KEY: ...' line",
+				 cell, len);
+			return false;
 		}
 		if (c < KT_COLUMNS - 1 && e >= stop) {
 			kt_error(kt, line, (int)(e - s) + 1, "expected 11 columns", s, (size_t)(stop - s));
@@ -93,8 +172,14 @@ static bool kt_row(struct kt *kt, const char *s, const char *stop, int line, str
 		}
 		cell = e + 1;
 	}
+	if (cell <= stop) {
+		kt_error(kt, line, (int)(cell - s), "expected 11 columns", s, (size_t)(stop - s));
+		return false;
+	}
+	if (!kt_axes_ok(kt, r, line))
+		return false;
 	if (r->efficiency > 1.5 || fabs(r->efficiency * r->measured_s / r->roofline_s - 1) > 0.01) {
-		mp_diags_add(kt->diags, kt->path, line, 0, MP_EINVAL,
+		mp_diags_add(kt->diags, kt->path, line, kt_col_of(s, stop, 9), MP_EINVAL,
 			     "column efficiency: expected roofline_us / measured_us (within 1%%, at most 1.5), "
 			     "got %g for %g / %g", r->efficiency, r->roofline_s * 1e6, r->measured_s * 1e6);
 		kt->status = MP_EINVAL;
@@ -149,9 +234,13 @@ int mp_load_kernel_table(const char *path, struct mp_kernel_table *out, struct m
 	int rc = ld_read_text(path, &text, diags);
 	if (rc)
 		return rc;
-	struct kt kt = {path, diags, 0};
+	struct kt kt = {.path = path, .diags = diags};
+	const char *data = text.data;
+	if (text.size >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0)
+		data += 3; /* a UTF-8 byte-order mark */
+	kt_sources(&kt, data, text.data + text.size);
 	struct mp_kernel_table t = {NULL, 0};
-	rc = kt_parse(&kt, text.data, text.data + text.size, &t);
+	rc = kt_parse(&kt, data, text.data + text.size, &t);
 	ld_text_finish(&text);
 	if (rc) {
 		mp_kernel_table_finish(&t);

@@ -1049,30 +1049,6 @@ static bool get_rate_or_zero(struct ld *ld, const yaml_node_t *node, const char 
 	return true;
 }
 
-/* "a/b/../c" -> "a/c" in place, for display: a segment followed by ".."
- * goes with it (lexically; the file was already opened by its full path). */
-static void tidy_path(char *p)
-{
-	bool again = true;
-	while (again) {
-		again = false;
-		for (char *seg = p; *seg;) {
-			char *slash = strchr(seg, '/');
-			if (!slash) {
-				break;
-			}
-			size_t len = (size_t)(slash - seg);
-			bool parent = len == 2 && seg[0] == '.' && seg[1] == '.';
-			if (len > 0 && !parent && strncmp(slash, "/../", 4) == 0) {
-				memmove(seg, slash + 4, strlen(slash + 4) + 1);
-				again = true;
-				break;
-			}
-			seg = slash + 1;
-		}
-	}
-}
-
 /* `kernels: FILE`: the GPU's kernel table (issue 23), resolved against the
  * file it is written in, loaded now so that its errors name their rows. */
 static void parse_kernels(struct ld *ld, const yaml_node_t *node, const char *field,
@@ -1098,15 +1074,21 @@ static void parse_kernels(struct ld *ld, const yaml_node_t *node, const char *fi
 		free(path);
 		return;
 	}
-	free(rel);
 	int rc = mp_load_kernel_table(path, &hw->kernels, ld->diags);
+	free(path);
 	if (rc != 0) {
-		free(path);
-		ld_fail(ld, rc);
+		/* its own errors name the table's rows; this one names the line
+		 * that chose it */
+		if (rc == MP_ENOMEM) {
+			ld_fail(ld, rc);
+		} else {
+			ld_error(ld, node, "%s: the kernel table '%s' cannot be used (its errors above)", field, rel);
+		}
+		free(rel);
 		return;
 	}
-	tidy_path(path);
-	hw->kernels_path = path;
+	/* as written: the output names it the same from any folder */
+	hw->kernels_path = rel;
 }
 
 void ld_parse_hardware(struct ld *ld, const yaml_node_t *node, const char *what,

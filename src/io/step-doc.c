@@ -1,4 +1,6 @@
 /* The step as a document (step.h, mp_step_doc). */
+#include <stdio.h>
+
 #include "moeplan/step.h"
 #include "moeplan/trust.h"
 
@@ -49,9 +51,17 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 	}
 	mp_doc_put(d, "terms", terms);
 	/* issue 23: where the kernel efficiencies came from */
-	mp_doc_put_string(d, "kernel_table", s->kernel_table ? (s->kernel_table_name ? s->kernel_table_name
-									      : "given")
-							     : "none: scalar factors");
+	bool priced = false;
+	for (int i = 0; i < MP_TERM_COUNT; i++) {
+		priced = priced || s->from_table[i];
+	}
+	const char *name = s->kernel_table_name ? s->kernel_table_name : "given";
+	char nb[300];
+	snprintf(nb, sizeof(nb), "none: scalar factors (%s has no row for this model)", name);
+	mp_doc_put_string(d, "kernel_table", s->kernel_table && priced ? name
+					     : s->kernel_table	    ? nb
+					     : s->scalar_forced	    ? "none: scalar factors (--kernels none)"
+								    : "none: scalar factors (no kernel table for this GPU)");
 	struct mp_doc *eff = mp_doc_map();
 	mp_doc_put_real(eff, "hbm", s->efficiency.hbm);
 	mp_doc_put_real(eff, "gemm", s->efficiency.gemm);

@@ -785,6 +785,7 @@ int mp_step_evaluate(const struct mp_model *model, const struct mp_hardware *hw,
 		.nodes = c.nodes,
 		.kernel_table = c.kt != NULL,
 		.kernel_table_name = !c.kt ? NULL : in->kernels ? in->kernels_name : hw->kernels_path,
+		.scalar_forced = !c.kt && (in->scalar_factors || hw->kernels_none),
 	};
 	c.use = &s;
 	bool two = in->overlap == MP_OVERLAP_TWO_BATCH;

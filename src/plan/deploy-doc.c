@@ -120,6 +120,16 @@ static struct mp_doc *colocated_doc(const struct mp_deploy *dep)
 	return d;
 }
 
+/* A pool's kernel table as the documents name it (step-doc.c's words). */
+static const char *kernel_source(const struct mp_hardware *hw)
+{
+	if (hw->kernels.n_rows > 0) {
+		return hw->kernels_path ? hw->kernels_path : "given";
+	}
+	return hw->kernels_none ? "none: scalar factors (--kernels none)"
+				: "none: scalar factors (no kernel table for this GPU)";
+}
+
 struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_scenario *sc,
 				const struct mp_deploy_options *opts)
 {
@@ -146,12 +156,8 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 		mp_doc_put(dec, "chosen_full_placement", point_doc(&dep->decode_final));
 	}
 	/* issue 23: where each pool's kernel efficiencies came from */
-	mp_doc_put_string(pre, "kernel_table", sc->prefill.hardware.kernels.n_rows > 0 && sc->prefill.hardware.kernels_path
-					     ? sc->prefill.hardware.kernels_path
-					     : "none: scalar factors");
-	mp_doc_put_string(dec, "kernel_table", sc->decode.hardware.kernels.n_rows > 0 && sc->decode.hardware.kernels_path
-					     ? sc->decode.hardware.kernels_path
-					     : "none: scalar factors");
+	mp_doc_put_string(pre, "kernel_table", kernel_source(&sc->prefill.hardware));
+	mp_doc_put_string(dec, "kernel_table", kernel_source(&sc->decode.hardware));
 	mp_doc_put(doc, "prefill", pre);
 	mp_doc_put(doc, "decode", dec);
 	if (dep->has_pools) {
