@@ -862,6 +862,20 @@ static void step__hardware_names_its_kernel_table(void **state)
 	assert_non_null(strstr(t.out, "\n  kernel efficiency: scalar factors: the table kernels/b200.csv has no "
 				      "row for this model's kernels\n"));
 	cli_result_free(&t);
+	/* the same in the documents: no per-term pricing, and the search says
+	 * it of its pools (a second tester's findings) */
+	t = cli_run("step", "-m", src_path("plans/models/olmoe-1b-7b.yaml"), "-H", src_path("hardware/hgx-h100.yaml"),
+		    "--ep", "8", "-r", "32", "-c", "4096", "--format", "json", NULL);
+	assert_int_equal(t.status, 0);
+	assert_null(strstr(t.out, "\"pricing\""));
+	assert_non_null(strstr(t.out, "\"kernel_table\": \"none: scalar factors (kernels/h100.csv has no row for this model)\""));
+	cli_result_free(&t);
+	t = cli_run("search", src_path("plans/olmoe-github.yaml"), "--gpus", "16", "--no-placement", "--format", "json",
+		    NULL);
+	assert_int_equal(t.status, 0);
+	assert_non_null(strstr(t.out, "\"kernel_table\": \"none: scalar factors (kernels/h100.csv has no row for this model)\""));
+	assert_null(strstr(t.out, "\"kernel_table\": \"kernels/h100.csv\""));
+	cli_result_free(&t);
 	t = cli_run("step", "-m", model, "-H", h800y, "--ep", "8", "-r", "8", "-c", "100", "--kernels", "", NULL);
 	assert_int_equal(t.status, 2);
 	cli_result_free(&t);

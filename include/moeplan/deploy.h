@@ -102,6 +102,10 @@ struct mp_deploy {
 	size_t loop_time_limits;           /**< placements in the loop the wall-clock limit stopped
 					        (their factors, so the choice, may then depend on the
 					        machine's speed) */
+	bool prefill_table_priced;         /**< a kernel table (the hardware's or --kernels)
+					        priced some term of a prefill step the search
+					        evaluated (issue 23: else the scalar factors) */
+	bool decode_table_priced;          /**< the same for decode */
 	bool placed;
 	struct mp_placement prefill_placement; /**< every MoE layer at the chosen prefill width */
 	struct mp_placement decode_placement;

@@ -218,9 +218,11 @@ static int print_search(void *user, FILE *out)
 				: sc->decode.acceptance >= 0 ? "decode phase"
 				: "default");
 	fputc('\n', out);
+	char ka[300], kb[300];
 	fprintf(out, "kernel efficiency (a table prices the kernels it has rows for; `moeplan step` marks "
 		     "each term): prefill %s; decode %s\n",
-		cli_kernel_source_hw(&sc->prefill.hardware), cli_kernel_source_hw(&sc->decode.hardware));
+		cli_kernel_source_hw(&sc->prefill.hardware, d->prefill_table_priced, ka, sizeof(ka)),
+		cli_kernel_source_hw(&sc->decode.hardware, d->decode_table_priced, kb, sizeof(kb)));
 	print_phase(out, &d->prefill, sc->prefill.hardware.name ? sc->prefill.hardware.name : "prefill GPUs");
 	print_final(out, d, &d->prefill_final);
 	print_phase(out, &d->decode, sc->decode.hardware.name ? sc->decode.hardware.name : "decode GPUs");

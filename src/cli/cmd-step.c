@@ -378,6 +378,15 @@ static int print_run(void *user, FILE *f)
 		fprintf(f, "\ncalibrated %s from a measured step of %.4g ms: %.6g -> %.6g (the step above "
 			   "uses it)\n",
 			mp_step_factor_name(r->factor), r->measured_s * 1e3, r->before, r->after);
+		int priced = 0;
+		for (int i = 0; i < MP_TERM_COUNT; i++) {
+			priced += r->main.s.from_table[i];
+		}
+		if (priced > 0) {
+			fprintf(f, "note: the kernel table prices %d term%s, which the factor does not move: the "
+				   "others absorb the whole difference (--kernels none calibrates the scalar "
+				   "model)\n", priced, cli_s(priced));
+		}
 		for (size_t i = 0; i < r->n_pred; i++) {
 			const struct step_point *q = &r->pred[i];
 			bool short_hbm = q->has_hbm && !q->hbm.fits;

@@ -54,10 +54,15 @@ const char *cli_kernel_source(const struct mp_step *s, const struct mp_hardware 
 	return buf;
 }
 
-const char *cli_kernel_source_hw(const struct mp_hardware *hw)
+const char *cli_kernel_source_hw(const struct mp_hardware *hw, bool priced, char *buf, size_t size)
 {
+	const char *name = hw->kernels_path ? hw->kernels_path : "(given)";
+	if (hw->kernels.n_rows > 0 && priced) {
+		return name;
+	}
 	if (hw->kernels.n_rows > 0) {
-		return hw->kernels_path ? hw->kernels_path : "(given)";
+		snprintf(buf, size, "scalar factors (%s: no row for this model)", name);
+		return buf;
 	}
 	return hw->kernels_none ? "scalar factors (--kernels none)" : "scalar factors (no kernel table for this GPU)";
 }

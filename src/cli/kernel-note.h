@@ -22,9 +22,10 @@ void cli_kernel_note(FILE *f, const char *indent, const struct mp_step *s,
 const char *cli_kernel_source(const struct mp_step *s, const struct mp_hardware *hw, char *buf,
 			      size_t size);
 
-/* A phase's hardware table as named (or the scalar factors and why),
- * where no step is at hand. */
-const char *cli_kernel_source_hw(const struct mp_hardware *hw);
+/* A phase's hardware table as named when it priced some term (priced),
+ * else the scalar factors and why, where no single step is at hand (the
+ * search); may write buf, returns the text. */
+const char *cli_kernel_source_hw(const struct mp_hardware *hw, bool priced, char *buf, size_t size);
 
 /* --kernels '' is a usage error (exit 2, said); true when arg is usable. */
 bool cli_kernels_arg_ok(const char *cmd, const char *arg);

@@ -219,7 +219,10 @@ static int write_report(void *user, FILE *f)
 	fprintf(f, "\n");
 	const struct mp_hardware *hw[2] = {&r->sc->prefill.hardware, &r->sc->decode.hardware};
 	for (int i = 0; i < 2; i++) {
-		fprintf(f, "Kernel efficiency, %s: %s.\n", i ? "decode" : "prefill", cli_kernel_source_hw(hw[i]));
+		char kb[300];
+		bool priced = i ? r->d->decode_table_priced : r->d->prefill_table_priced;
+		fprintf(f, "Kernel efficiency, %s: %s.\n", i ? "decode" : "prefill",
+			cli_kernel_source_hw(hw[i], priced, kb, sizeof(kb)));
 	}
 	fprintf(f, "\n");
 	cli_trust_markdown(f, 0);

@@ -4,6 +4,17 @@
 #include "moeplan/step.h"
 #include "moeplan/trust.h"
 
+/* A kernel table priced some term. */
+static bool step_priced(const struct mp_step *s)
+{
+	for (int i = 0; i < MP_TERM_COUNT; i++) {
+		if (s->from_table[i]) {
+			return true;
+		}
+	}
+	return false;
+}
+
 struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, uint32_t ep,
 			   const struct mp_capacity *hbm, bool has_max, uint64_t max_requests)
 {
@@ -42,7 +53,7 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 		mp_doc_put_real(e, "bytes", t->bytes);
 		mp_doc_put_real(e, "flops", t->flops);
 		mp_doc_put_string(e, "bound", mp_step_bound_name(t->bound));
-		if (s->kernel_table) {
+		if (s->kernel_table && step_priced(s)) {
 			mp_doc_put_string(e, "pricing", !s->from_table[i]      ? "factors"
 							: s->table_clamped[i] ? "table_clamped"
 									      : "table");
@@ -51,10 +62,7 @@ struct mp_doc *mp_step_doc(const struct mp_step *s, enum mp_step_phase phase, ui
 	}
 	mp_doc_put(d, "terms", terms);
 	/* issue 23: where the kernel efficiencies came from */
-	bool priced = false;
-	for (int i = 0; i < MP_TERM_COUNT; i++) {
-		priced = priced || s->from_table[i];
-	}
+	bool priced = step_priced(s);
 	const char *name = s->kernel_table_name ? s->kernel_table_name : "given";
 	char nb[300];
 	snprintf(nb, sizeof(nb), "none: scalar factors (%s has no row for this model)", name);

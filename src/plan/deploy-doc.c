@@ -120,11 +120,17 @@ static struct mp_doc *colocated_doc(const struct mp_deploy *dep)
 	return d;
 }
 
-/* A pool's kernel table as the documents name it (step-doc.c's words). */
-static const char *kernel_source(const struct mp_hardware *hw)
+/* A pool's kernel table as the documents name it (step-doc.c's words):
+ * priced says whether it priced any term of the steps searched. */
+static const char *kernel_source(const struct mp_hardware *hw, bool priced, char *buf, size_t size)
 {
+	const char *name = hw->kernels_path ? hw->kernels_path : "given";
+	if (hw->kernels.n_rows > 0 && priced) {
+		return name;
+	}
 	if (hw->kernels.n_rows > 0) {
-		return hw->kernels_path ? hw->kernels_path : "given";
+		snprintf(buf, size, "none: scalar factors (%s has no row for this model)", name);
+		return buf;
 	}
 	return hw->kernels_none ? "none: scalar factors (--kernels none)"
 				: "none: scalar factors (no kernel table for this GPU)";
@@ -156,8 +162,11 @@ struct mp_doc *mp_deploy_to_doc(const struct mp_deploy *dep, const struct mp_sce
 		mp_doc_put(dec, "chosen_full_placement", point_doc(&dep->decode_final));
 	}
 	/* issue 23: where each pool's kernel efficiencies came from */
-	mp_doc_put_string(pre, "kernel_table", kernel_source(&sc->prefill.hardware));
-	mp_doc_put_string(dec, "kernel_table", kernel_source(&sc->decode.hardware));
+	char kb[300];
+	mp_doc_put_string(pre, "kernel_table",
+			  kernel_source(&sc->prefill.hardware, dep->prefill_table_priced, kb, sizeof(kb)));
+	mp_doc_put_string(dec, "kernel_table",
+			  kernel_source(&sc->decode.hardware, dep->decode_table_priced, kb, sizeof(kb)));
 	mp_doc_put(doc, "prefill", pre);
 	mp_doc_put(doc, "decode", dec);
 	if (dep->has_pools) {

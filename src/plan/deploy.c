@@ -79,6 +79,7 @@ struct ctx {
 	uint32_t factor_steps;
 	const struct mp_place_options *place;
 	size_t *time_limits;   /* in-loop placements stopped by the wall-clock limit */
+	bool *table_priced;    /* set when a kernel table priced a term (may be NULL) */
 	struct mp_capacity_options cap; /* the engine's memory rule (engine.h) */
 };
 
@@ -189,6 +190,9 @@ static int cb_evaluate(void *user, const struct mp_search_config *cfg, struct mp
 	}
 	if (rc) {
 		return rc;
+	}
+	for (int i = 0; c->table_priced && i < MP_TERM_COUNT; i++) {
+		*c->table_priced = *c->table_priced || s.from_table[i];
 	}
 	*out = (struct mp_search_eval){
 		.step_s = s.step_time_s,
@@ -353,14 +357,14 @@ static bool options_ok(const struct mp_deploy_options *o)
 static int run_phase(const struct mp_scenario *sc, const struct mp_deploy_options *opts,
 		     const struct mp_loads *loads, const struct mp_place_options *place,
 		     enum mp_phase_kind kind, bool colocated, struct mp_search_phase *out,
-		     size_t *time_limits)
+		     size_t *time_limits, bool *table_priced)
 {
 	const struct mp_phase_spec *spec = kind == MP_PHASE_DECODE || colocated ? &sc->decode
 									       : &sc->prefill;
 	struct ctx c = {
 		.model = &sc->model, .hw = &spec->hardware, .spec = spec, .opts = opts,
 		.loads = loads, .factor_steps = opts->factor_steps, .place = place,
-		.time_limits = time_limits, .cap = engine_cap(sc),
+		.time_limits = time_limits, .table_priced = table_priced, .cap = engine_cap(sc),
 	};
 	struct mp_search_model model = {
 		.user = &c, .max_batch = cb_max_batch, .evaluate = cb_evaluate,
@@ -542,11 +546,11 @@ int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_option
 	place.progress = NULL;
 	if (rc == 0) {
 		rc = run_phase(sc, opts, &d.loads, &place, MP_PHASE_PREFILL, false, &d.prefill,
-			       &d.loop_time_limits);
+			       &d.loop_time_limits, &d.prefill_table_priced);
 	}
 	if (rc == 0) {
 		rc = run_phase(sc, opts, &d.loads, &place, MP_PHASE_DECODE, false, &d.decode,
-			       &d.loop_time_limits);
+			       &d.loop_time_limits, &d.decode_table_priced);
 	}
 	if (rc == 0) {
 		/* The co-located prefill needs no placement of its own: it
@@ -554,7 +558,7 @@ int mp_deploy_search(const struct mp_scenario *sc, const struct mp_deploy_option
 		struct mp_deploy_options o = *opts;
 		o.placement = false;
 		rc = run_phase(sc, &o, &d.loads, &place, MP_PHASE_PREFILL, true, &d.colocated,
-			       &d.loop_time_limits);
+			       &d.loop_time_limits, NULL);
 	}
 	if (rc == MP_ENOFIT) {
 		rc = mp_diags_add(diags, NULL, 0, 0, rc, "search: no EP width has a valid slot count");
