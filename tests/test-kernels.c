@@ -155,6 +155,8 @@ static void kernels__bad_rows(void **state)
 	bad("tests/data/kernels/bad-source.csv", "column source: expected the key of a '# source KEY: ...' line, got 'nobody'");
 	bad("tests/data/kernels/bad-hex.csv", "column m: expected a number > 0 or nothing, got '0x40'");
 	bad("tests/data/kernels/bad-axes.csv", "moe_block: give experts and m");
+	bad("tests/data/kernels/bad-whole.csv", "column experts: expected a whole number of at most 1e9, got 6.5");
+	bad("tests/data/kernels/bad-extra.csv", "moe_block: leave groups and context empty");
 }
 
 /* A step priced with a table (step.h, in->kernels): the routed term is its

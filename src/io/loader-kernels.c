@@ -134,6 +134,30 @@ static bool kt_axes_ok(struct kt *kt, const struct mp_kernel_row *r, int line)
 		kt->status = MP_EINVAL;
 		return false;
 	}
+	/* sizes that do not apply are left empty (moeplan-formats(5)), and
+	 * every size is a whole number */
+	bool gemm = r->kind != MP_KERNEL_MOE_BLOCK && r->kind != MP_KERNEL_MLA_DECODE;
+	const char *extra = gemm && (r->experts > 0 || r->context > 0)		? "experts and context"
+			    : r->kind == MP_KERNEL_MOE_BLOCK && (r->groups > 0 || r->context > 0) ? "groups and context"
+			    : r->kind == MP_KERNEL_MLA_DECODE && (r->k > 0 || r->n > 0 || r->groups > 0 || r->experts > 0)
+				    ? "k, n, groups and experts"
+				    : NULL;
+	if (extra) {
+		mp_diags_add(kt->diags, kt->path, line, 1, MP_EINVAL, "%s: leave %s empty (they do not apply)",
+			     mp_kernel_kind_name(r->kind), extra);
+		kt->status = MP_EINVAL;
+		return false;
+	}
+	const double sizes[] = {r->m, r->k, r->n, r->groups, r->experts, r->context};
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		if (sizes[i] != floor(sizes[i]) || sizes[i] > 1e9) {
+			mp_diags_add(kt->diags, kt->path, line, 1, MP_EINVAL,
+				     "column %s: expected a whole number of at most 1e9, got %g", kt_column[i + 1],
+				     sizes[i]);
+			kt->status = MP_EINVAL;
+			return false;
+		}
+	}
 	return true;
 }
 
