@@ -121,14 +121,15 @@ int cli_scenario_kernels(const char *cmd, struct mp_scenario *sc, const char *ar
 		drop_table(hw[i]);
 		hw[i]->kernels_none = false;
 		hw[i]->kernels_path = strdup(arg);
-		bool ok = hw[i]->kernels_path && (i == 0 ? copy_table(&t, &hw[i]->kernels)
-							  : (hw[i]->kernels = t, t = (struct mp_kernel_table){0}, true));
-		if (!ok) {
-			mp_kernel_table_finish(&t);
-			cli_error("%s: %s", cmd, mp_strerror(MP_ENOMEM));
-			return EXIT_INPUT;
-		}
 	}
+	/* prefill gets a copy, decode the table itself */
+	bool ok = hw[0]->kernels_path && hw[1]->kernels_path && copy_table(&t, &hw[0]->kernels);
+	if (!ok) {
+		mp_kernel_table_finish(&t);
+		cli_error("%s: %s", cmd, mp_strerror(MP_ENOMEM));
+		return EXIT_INPUT;
+	}
+	hw[1]->kernels = t;
 	return EXIT_OK;
 }
 
