@@ -819,8 +819,10 @@ static void step__text_shares_and_attention_layout(void **state)
 static void step__hardware_names_its_kernel_table(void **state)
 {
 	(void)state;
-	const char *model = src_path("plans/models/deepseek-v3.yaml");
-	const char *h800y = src_path("hardware/hgx-h800.yaml");
+	/* copies: src_path's buffers are reused by the later calls */
+	char model[4200], h800y[4200];
+	snprintf(model, sizeof(model), "%s", src_path("plans/models/deepseek-v3.yaml"));
+	snprintf(h800y, sizeof(h800y), "%s", src_path("hardware/hgx-h800.yaml"));
 	char table[4200];
 	snprintf(table, sizeof(table), "%s", src_path("hardware/kernels/h800.csv"));
 	struct cli_result def = cli_run("step", "-m", model, "-H", h800y, "--ep", "128", "-r", "128", "-c",
