@@ -558,7 +558,6 @@ int cmd_search(int argc, char **argv)
 	if (status != EXIT_OK) {
 		goto out;
 	}
-	status = EXIT_INPUT;
 	cli_warn_step_gaps(sc.model_path, &sc.model);
 	const char *inputs[] = {sc.model_path, sc.prefill.hardware_path, sc.decode.hardware_path,
 				sc.traffic.observed.path};
