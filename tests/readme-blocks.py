@@ -75,6 +75,7 @@ BENCH_BLOCKS = {
     "dispatch-sglang": "tests/bench/dispatch-sglang.sh --write",
     "holdout": "python3 tests/bench/holdout.py --write",
     "holdout-series": "python3 tests/bench/holdout.py --write",
+    "fewslot": "python3 tests/bench/fewslot-table.py --write",
 }
 
 BEGIN = re.compile(r"^<!-- BEGIN generated: ([a-z0-9-]+) -->$")

@@ -347,11 +347,9 @@ static void search_small(void **state)
 
 /* One threshold: INFEASIBLE below the optimum, FEASIBLE (counts summing to
  * N that pair to <= T, by the enumeration) at or above it. */
-static void check_decide(const struct pl_prob *prob, double T, double opt)
+static void check_answer(const struct pl_prob *prob, double T, double opt, int d,
+			 const uint32_t *r)
 {
-	uint32_t r[MAXE];
-	uint64_t budget = 1000000;
-	int d = pl_p2_decide(prob, T, &budget, r);
 	if (T < opt * (1 - 1e-7)) {
 		assert_int_equal(d, PL_P2_INFEASIBLE);
 		return;
@@ -367,6 +365,20 @@ static void check_decide(const struct pl_prob *prob, double T, double opt)
 		/* within the test's documented slack, T (1 + 1e-9) */
 		assert_true(ref_fixed(prob->w, r, prob->E, 2, false) <= T * (1 + 1e-9));
 	}
+}
+
+/* Both forms of the test: pl_p2_decide (the exact search, then GLPK's MIP)
+ * and pl_p2_search alone, which on these small layers must decide within
+ * its budget. */
+static void check_decide(const struct pl_prob *prob, double T, double opt)
+{
+	uint32_t r[MAXE];
+	uint64_t budget = 1000000;
+	check_answer(prob, T, opt, pl_p2_decide(prob, T, &budget, r), r);
+	uint64_t points = 100000000;
+	int d = pl_p2_search(prob, T, &points, r);
+	assert_int_not_equal(d, PL_P2_UNKNOWN);
+	check_answer(prob, T, opt, d, r);
 }
 
 /* S = 2 layers of 3..5 GPUs with zeros, ties and (every third) one
@@ -403,6 +415,47 @@ static void pair_decide(void **state)
 	}
 }
 
+/* Medium layers (16..39 GPUs, 2 slots, Zipf-like loads with ties, some
+ * experts equal): where both decide, the exact search and GLPK's MIP, two
+ * independent methods, give the same answer at every threshold, and the
+ * search decides nearly all of them. */
+static void search_vs_mip(void **state)
+{
+	(void)state;
+	uint64_t seed = 5;
+	int decided = 0, both = 0;
+	for (int t = 0; t < 16; t++) {
+		uint32_t G = 16 + (uint32_t)(lcg(&seed) % 24);
+		uint32_t E = G + 1 + (uint32_t)(lcg(&seed) % (G - 1));
+		double w[128];
+		double s = 0.3 + 0.1 * (double)(lcg(&seed) % 10);
+		for (uint32_t e = 0; e < E; e++) {
+			double jitter = 0.8 + 0.4 * (double)(lcg(&seed) % 1000) / 1000.0;
+			w[e] = floor(1e6 / pow(e + 1.0, s) * jitter);
+		}
+		for (uint32_t e = E / 2; e + 1 < E && t % 3 == 0; e += 2) {
+			w[e + 1] = w[e]; /* ties */
+		}
+		struct pl_prob prob;
+		pl_prob_init(&prob, w, E, G, 2);
+		for (int k = 0; k < 8; k++) {
+			double f = (double)(lcg(&seed) % 1000) / 1000.0;
+			double T = prob.mean + (w[0] - prob.mean) * f * f;
+			uint32_t r1[128], r2[128];
+			uint64_t points = 2000000, units = 20000;
+			int a = pl_p2_search(&prob, T, &points, r1);
+			int b = pl_p2_mip(&prob, T, &units, r2, 20000);
+			decided += a != PL_P2_UNKNOWN;
+			if (a != PL_P2_UNKNOWN && b != PL_P2_UNKNOWN) {
+				both++;
+				assert_int_equal(a, b);
+			}
+		}
+	}
+	assert_true(decided >= 16 * 8 * 9 / 10);
+	assert_true(both >= 16 * 8 * 8 / 10);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -410,6 +463,7 @@ int main(void)
 		cmocka_unit_test(random_fixed),
 		cmocka_unit_test(search_small),
 		cmocka_unit_test(pair_decide),
+		cmocka_unit_test(search_vs_mip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -310,12 +310,37 @@ int pl_fs_search(const struct pl_prob *prob, struct pl_sol *best, struct pl_work
 enum { PL_P2_INFEASIBLE = 0, PL_P2_FEASIBLE = 1, PL_P2_UNKNOWN = 2 };
 
 /* S = 2: is there a plan with busiest GPU <= T, over all replica counts?
+ * The exact search (pl_p2_search) first, GLPK's MIP (pl_p2_mip) where the
+ * search's budget runs out.
  * PL_P2_INFEASIBLE: none (T is a lower bound on every plan);
  * PL_P2_FEASIBLE: r[E] gets counts whose largest-with-smallest pairing has
  * max <= T (duplicates not yet repaired); PL_P2_UNKNOWN: the work budget
  * (*budget, reduced by what was used) or the refinements ran out, or
  * S != 2; MP_ENOMEM on allocation failure. */
 int pl_p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r);
+
+/* The least count with w / r <= Tc (N + 1 when above N). */
+uint32_t pl_p2_least_count(double w, double Tc, uint32_t N);
+/* lo[E] = least counts for threshold Tc and *spare = N - sum lo; false
+ * when sum lo > N (no plan has max <= Tc). */
+bool pl_p2_least_counts(const struct pl_prob *prob, double Tc, uint32_t *lo, uint32_t *spare);
+/* The points at which the S = 2 condition is tested (pair-exact.c's top
+ * comment): a - Tc/2 of every item a > Tc/2 of every count lo..lo + spare,
+ * and Tc/2; sorted ascending, distinct, in a new array (*pts, *npts).
+ * Returns 0 or MP_ENOMEM. */
+int pl_p2_points(const struct pl_prob *prob, double Tc, const uint32_t *lo, uint32_t spare,
+		 double **pts, size_t *npts);
+/* S = 2, the decision of pl_p2_decide by GLPK's MIP alone (pair-exact.c),
+ * for models of at most max_cols columns E (spare + 1) (larger: unknown);
+ * *budget in GLPK work units. */
+int pl_p2_mip(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r,
+	      uint64_t max_cols);
+/* S = 2, the same decision as pl_p2_decide by an exact depth-first search
+ * over replica counts without GLPK (pair-search.c): PL_P2_INFEASIBLE,
+ * PL_P2_FEASIBLE (counts in r[E]), or PL_P2_UNKNOWN when *budget (point
+ * evaluations, reduced by what was used) ran out or its table would be too
+ * large; MP_ENOMEM. */
+int pl_p2_search(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r);
 
 /* S = 2 layers: threshold tests at 0.4% below the incumbent, then just
  * below it (a proof of optimality); raises *lb on an infeasible test and

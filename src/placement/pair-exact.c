@@ -48,6 +48,11 @@
 #define P2_NODE_WORK 20
 /* Largest MIP built: columns E (spare + 1). */
 #define P2_MAX_COLS 20000
+/* Budget of the exact search (pair-search.c) per test, in point
+ * evaluations, times effort in pl_p2_close: about 10 ms on the development
+ * machine. EP144 x 2 at Zipf 0.6 (60 points, spare 9) decides the goal
+ * test and the test of the optimum in about 1e6 each. */
+#define P2_SEARCH_WORK 2e7
 
 struct p2 {
 	const struct pl_prob *prob;
@@ -71,47 +76,6 @@ static double coef(const struct p2 *p, uint32_t e, uint32_t r, double t)
 		return t <= a - h ? (double)r : 0.0;
 	}
 	return a <= h - t ? -(double)r : 0.0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a;
-	double y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Row points: a - Tc/2 of every big item of every count, and Tc/2. */
-static int collect_points(struct p2 *p)
-{
-	const struct pl_prob *prob = p->prob;
-	size_t cap = 1;
-	for (uint32_t e = 0; e < prob->E; e++) {
-		uint32_t top = p->lo[e] + p->spare;
-		for (uint32_t r = p->lo[e]; r <= top && prob->w[e] / r > p->Tc / 2; r++) {
-			cap++;
-		}
-	}
-	p->pts = malloc(sizeof(*p->pts) * cap);
-	if (!p->pts) {
-		return MP_ENOMEM;
-	}
-	size_t n = 0;
-	for (uint32_t e = 0; e < prob->E; e++) {
-		uint32_t top = p->lo[e] + p->spare;
-		for (uint32_t r = p->lo[e]; r <= top && prob->w[e] / r > p->Tc / 2; r++) {
-			p->pts[n++] = prob->w[e] / r - p->Tc / 2;
-		}
-	}
-	p->pts[n++] = p->Tc / 2;
-	qsort(p->pts, n, sizeof(*p->pts), cmp_double);
-	size_t u = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (u == 0 || p->pts[i] != p->pts[u - 1]) {
-			p->pts[u++] = p->pts[i];
-		}
-	}
-	p->npts = u;
-	return 0;
 }
 
 /* Stops the branch and bound (glp_ios_terminate) once GLPK's simplex
@@ -194,37 +158,8 @@ static int p2_model(glp_prob *lp, void *ctx)
 	return 0;
 }
 
-/* lo_e = the least r with w_e / r <= Tc; false when they exceed N. */
-static bool p2_init(struct p2 *p)
-{
-	const struct pl_prob *prob = p->prob;
-	uint64_t sum = 0;
-	for (uint32_t e = 0; e < prob->E; e++) {
-		double w = prob->w[e];
-		uint32_t lo = 1;
-		if (w > p->Tc) {
-			double q = ceil(w / p->Tc);
-			lo = q > (double)prob->N ? prob->N + 1 : (uint32_t)q;
-			while (lo > 1 && w / (lo - 1) <= p->Tc) {
-				lo--;
-			}
-			while (lo <= prob->N && w / lo > p->Tc) {
-				lo++;
-			}
-		}
-		p->lo[e] = lo;
-		sum += lo;
-	}
-	if (sum > prob->N) {
-		return false;
-	}
-	p->spare = prob->N - (uint32_t)sum;
-	return true;
-}
-
-/* pl_p2_decide, for models of at most max_cols columns (larger: unknown). */
-static int p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r,
-		     uint64_t max_cols)
+int pl_p2_mip(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r,
+	      uint64_t max_cols)
 {
 	if (prob->S != 2 || !(T > 0) || *budget == 0) {
 		return PL_P2_UNKNOWN;
@@ -236,14 +171,14 @@ static int p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uin
 		rc = MP_ENOMEM;
 		goto out;
 	}
-	if (!p2_init(&p)) {
+	if (!pl_p2_least_counts(prob, p.Tc, p.lo, &p.spare)) {
 		rc = PL_P2_INFEASIBLE;
 		goto out;
 	}
 	if ((uint64_t)prob->E * (p.spare + 1) > max_cols) {
 		goto out;
 	}
-	if (collect_points(&p) != 0) {
+	if (pl_p2_points(prob, p.Tc, p.lo, p.spare, &p.pts, &p.npts) != 0) {
 		rc = MP_ENOMEM;
 		goto out;
 	}
@@ -262,9 +197,25 @@ out:
 	return rc;
 }
 
+/* The exact search first (pair-search.c: no GLPK, milliseconds where it
+ * decides), the MIP where it runs out of its budget. A feasible answer of
+ * either is checked by LB2 before it is returned. */
+static int p2_decide(const struct pl_prob *prob, double T, uint64_t search_budget,
+		     uint64_t *budget, uint32_t *r, uint64_t max_cols)
+{
+	int d = pl_p2_search(prob, T, &search_budget, r);
+	if (d == PL_P2_FEASIBLE && !(pl_fs_pair_bound(prob, r) <= T * (1 + P2_SLACK))) {
+		d = PL_P2_UNKNOWN; /* cannot happen: the search's leaves satisfy the condition */
+	}
+	if (d != PL_P2_UNKNOWN) {
+		return d;
+	}
+	return pl_p2_mip(prob, T, budget, r, max_cols);
+}
+
 int pl_p2_decide(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r)
 {
-	return p2_decide(prob, T, budget, r, P2_MAX_COLS);
+	return p2_decide(prob, T, P2_SEARCH_WORK, budget, r, P2_MAX_COLS);
 }
 
 /* Work units (GLPK simplex iterations plus P2_NODE_WORK per node), times
@@ -315,7 +266,8 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
 		bool at_goal = *lb >= goal;
 		double T = at_goal ? hi - prob->tol / 2 : goal;
 		uint64_t budget = p2_units(at_goal ? P2_MORE_WORK : P2_WORK, effort);
-		int d = p2_decide(prob, T, &budget, r, goal_here ? P2_OPTIMUM_MAX_COLS : P2_MAX_COLS);
+		int d = p2_decide(prob, T, p2_units(P2_SEARCH_WORK, effort), &budget, r,
+				  goal_here ? P2_OPTIMUM_MAX_COLS : P2_MAX_COLS);
 		if (d < 0) {
 			rc = d;
 			goto out;
