@@ -19,7 +19,9 @@
  *    pair-exact.c) answers "no plan <= T" exactly when T is below the
  *    enumerated optimum over every count vector and pairing (without the
  *    duplicate rule, which the test ignores), and otherwise returns counts
- *    that pair to <= T; on zeros, ties and a dominant expert.
+ *    that pair to <= T; on zeros, ties and a dominant expert;
+ *  - S = 3 and 4: the anchor test (pl_anchor_decide, anchor-bound.c) never
+ *    answers "no plan <= T" at or above the enumerated optimum.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -456,6 +458,69 @@ static void search_vs_mip(void **state)
 	assert_true(both >= 16 * 8 * 8 / 10);
 }
 
+/* The anchor test (anchor-bound.c) is sound: on S = 3 and 4 layers of 2 to
+ * 4 GPUs (zeros, ties, one dominant expert; loads multiples of 2520 =
+ * lcm(1..10), so items are exact) it never answers "no plan <= T" at or
+ * above the enumerated optimum over every count vector and packing
+ * (without the duplicate rule and the cap r_e <= G, which it ignores);
+ * below it, it refutes some thresholds (it is a bound, not a decision). */
+static void anchor_sound(void **state)
+{
+	(void)state;
+	uint64_t seed = 31;
+	int refuted = 0;
+	for (int t = 0; t < 60; t++) {
+		uint32_t S = 3 + (uint32_t)(lcg(&seed) % 2);
+		uint32_t G = S == 3 ? 2 + (uint32_t)(lcg(&seed) % 3) : 2 + (uint32_t)(lcg(&seed) % 2);
+		uint32_t N = G * S;
+		uint32_t E = N - 1 - (uint32_t)(lcg(&seed) % 4);
+		E = E > MAXE ? MAXE : E < 2 ? 2 : E;
+		double w[MAXE];
+		for (uint32_t e = 0; e < E; e++) {
+			w[e] = 2520.0 * (double)(lcg(&seed) % 6); /* zeros and ties */
+		}
+		if (t % 3 == 0) {
+			w[E - 1] = 2520.0 * 40; /* dominant */
+		}
+		w[0] = w[0] > 0 ? w[0] : 2520.0;
+		struct pl_prob prob;
+		pl_prob_init(&prob, w, E, G, S);
+		uint32_t r[MAXE];
+		double opt = ref_free(w, E, S, r, 0, N);
+		double f[] = { 0.6, 0.8, 0.9, 0.97, 1 - 1e-6, 1, 1.01, 1.2 };
+		for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++) {
+			uint64_t budget = 100000000;
+			int d = pl_anchor_decide(&prob, opt * f[k], &budget);
+			assert_true(d == PL_P2_INFEASIBLE || d == PL_P2_UNKNOWN);
+			if (f[k] >= 1) {
+				assert_int_not_equal(d, PL_P2_INFEASIBLE);
+			}
+			refuted += d == PL_P2_INFEASIBLE;
+		}
+	}
+	assert_true(refuted > 0);
+}
+
+/* One layer of the benchmark's DeepSeek-V3 shape (Zipf 1.0, 256 experts,
+ * w_e = floor(1e6 / (e + 1))) at EP72 x 4: the configuration LP (GLPK, an
+ * independent method) bounds it at 95,464.66, so no plan <= 95,300 exists,
+ * and the anchor test must prove that; moeplan's plan of 95,539 exists, so
+ * the test must not refute 95,539. */
+static void anchor_ep72(void **state)
+{
+	(void)state;
+	double w[256];
+	for (uint32_t e = 0; e < 256; e++) {
+		w[e] = floor(1e6 / (double)(e + 1));
+	}
+	struct pl_prob prob;
+	pl_prob_init(&prob, w, 256, 72, 4);
+	uint64_t budget = 100000000;
+	assert_int_equal(pl_anchor_decide(&prob, 95300, &budget), PL_P2_INFEASIBLE);
+	budget = 100000000;
+	assert_int_equal(pl_anchor_decide(&prob, 95539, &budget), PL_P2_UNKNOWN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -464,6 +529,8 @@ int main(void)
 		cmocka_unit_test(search_small),
 		cmocka_unit_test(pair_decide),
 		cmocka_unit_test(search_vs_mip),
+		cmocka_unit_test(anchor_sound),
+		cmocka_unit_test(anchor_ep72),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

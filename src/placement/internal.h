@@ -11,6 +11,9 @@
  *                      the weighted-split LP
  *   config-lp.c        GLPK configuration LP: bound and LP diving for
  *                      large layers whose gap stays above 0.5%
+ *   pair-exact.c       S = 2: the exact pairing test as GLPK's MIP
+ *   pair-search.c      S = 2: the same test as an exact combinatorial search
+ *   anchor-bound.c     S = 3, 4: the anchor test, a bound over every count vector
  *   eval.c             evaluation of a given map
  *   topology.c         nodes: node balancing, group-limited placement,
  *                      EPLB's hierarchical policy
@@ -341,6 +344,23 @@ int pl_p2_mip(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *
  * evaluations, reduced by what was used) ran out or its table would be too
  * large; MP_ENOMEM. */
 int pl_p2_search(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r);
+
+/* --- the anchor test (anchor-bound.c; its top comment gives the argument)
+ * --- */
+
+/* Is there a plan with busiest GPU <= T, over all replica counts, as far
+ * as the anchor condition tells? PL_P2_INFEASIBLE: none (T is a lower
+ * bound on every plan); PL_P2_UNKNOWN: some count vector passes the
+ * condition (it is necessary, not sufficient) or *budget (counted work,
+ * reduced by what was used) ran out; MP_ENOMEM. Any S >= 2. */
+int pl_anchor_decide(const struct pl_prob *prob, double T, uint64_t *budget);
+
+/* S = 3 and 4 layers: the anchor test at 0.4% below the incumbent and, once
+ * that is proven, bisection between the bound and the incumbent; raises
+ * *lb. A work budget of PA_WORK units times effort per layer. Returns 0 or
+ * MP_ENOMEM. */
+int pl_anchor_close(const struct pl_prob *prob, const struct pl_sol *best, double *lb,
+		    double effort, struct pl_work *work, double deadline);
 
 /* S = 2 layers: threshold tests at 0.4% below the incumbent, then just
  * below it (a proof of optimality); raises *lb on an infeasible test and
