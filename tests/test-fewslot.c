@@ -20,6 +20,8 @@
  *    enumerated optimum over every count vector and pairing (without the
  *    duplicate rule, which the test ignores), and otherwise returns counts
  *    that pair to <= T; on zeros, ties and a dominant expert;
+ *  - S = 2: its exact form (pl_p2_search_exact) proves the library's plan
+ *    optimal exactly when it equals that enumerated optimum;
  *  - S = 3 and 4: the anchor test (pl_anchor_decide, anchor-bound.c) never
  *    answers "no plan <= T" at or above the enumerated optimum.
  */
@@ -458,6 +460,60 @@ static void search_vs_mip(void **state)
 	assert_true(both >= 16 * 8 * 8 / 10);
 }
 
+/* The exact form of the pairing test (pl_p2_search_exact): on S = 2 layers
+ * of 3 to 5 GPUs with small integer loads (items are fractions: the test
+ * scales them to whole units itself), zeros, ties and a dominant expert,
+ * the library's own plan is declared optimal exactly when its busiest GPU
+ * equals the optimum enumerated over every count vector and pairing
+ * without the duplicate rule (which the proof also ignores), and never
+ * when it is above the enumerated optimum with the rule. */
+static void pair_exact_proof(void **state)
+{
+	(void)state;
+	uint64_t seed = 404;
+	int proven = 0;
+	for (int t = 0; t < 150; t++) {
+		uint32_t G = 3 + (uint32_t)(lcg(&seed) % 3);
+		uint32_t N = 2 * G;
+		uint32_t E = N - 1 - (uint32_t)(lcg(&seed) % 3);
+		E = E > MAXE ? MAXE : E;
+		double w[MAXE];
+		for (uint32_t e = 0; e < E; e++) {
+			w[e] = (double)(lcg(&seed) % 8) * (double)(1 + lcg(&seed) % 7);
+		}
+		if (t % 3 == 0) {
+			w[E - 1] = 97; /* dominant, prime */
+		}
+		w[0] = w[0] > 0 ? w[0] : 1;
+		struct pl_prob prob;
+		pl_prob_init(&prob, w, E, G, 2);
+		struct pl_work work;
+		struct pl_sol plan;
+		assert_int_equal(pl_work_alloc(&work, &prob), 0);
+		assert_int_equal(pl_sol_alloc(&plan, &prob), 0);
+		assert_int_equal(pl_heuristic(&prob, &plan, &work, (double)INFINITY), 0);
+		assert_int_equal(pl_fs_search(&prob, &plan, &work, 2000, (double)INFINITY), 0);
+		uint32_t r[MAXE];
+		double free_opt = ref_free(w, E, 2, r, 0, N);
+		double opt = ref_all(w, E, G, 2, r, 0, N);
+		uint64_t budget = 100000000;
+		int d = pl_p2_search_exact(&prob, &plan, &budget);
+		assert_true(d == PL_P2_INFEASIBLE || d == PL_P2_UNKNOWN);
+		if (plan.max > opt * (1 + 1e-12)) {
+			assert_int_not_equal(d, PL_P2_INFEASIBLE);
+		}
+		if (fabs(plan.max - free_opt) <= 1e-9 * free_opt) {
+			assert_int_equal(d, PL_P2_INFEASIBLE);
+		} else {
+			assert_int_not_equal(d, PL_P2_INFEASIBLE);
+		}
+		proven += d == PL_P2_INFEASIBLE;
+		pl_sol_free(&plan);
+		pl_work_free(&work);
+	}
+	assert_true(proven > 0);
+}
+
 /* The anchor test (anchor-bound.c) is sound: on S = 3 and 4 layers of 2 to
  * 4 GPUs (zeros, ties, one dominant expert; loads multiples of 2520 =
  * lcm(1..10), so items are exact) it never answers "no plan <= T" at or
@@ -529,6 +585,7 @@ int main(void)
 		cmocka_unit_test(search_small),
 		cmocka_unit_test(pair_decide),
 		cmocka_unit_test(search_vs_mip),
+		cmocka_unit_test(pair_exact_proof),
 		cmocka_unit_test(anchor_sound),
 		cmocka_unit_test(anchor_ep72),
 	};

@@ -345,6 +345,16 @@ int pl_p2_mip(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *
  * large; MP_ENOMEM. */
 int pl_p2_search(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r);
 
+/* S = 2, a proof of optimality in exact arithmetic (pair-search.c): for
+ * integer loads, scaled by L = lcm(1..K) where K - 1 bounds every count a
+ * plan no heavier than plan->max can have, so that every such plan's GPU
+ * loads are whole units, the search at plan's busiest GPU minus one unit,
+ * without slack. PL_P2_INFEASIBLE: no plan (of any counts, even ignoring
+ * the duplicate rule) is lighter than plan: plan is optimal. Otherwise
+ * PL_P2_UNKNOWN (non-integer loads, L * max w >= 2^52, budget, or a
+ * count vector passes); MP_ENOMEM. */
+int pl_p2_search_exact(const struct pl_prob *prob, const struct pl_sol *plan, uint64_t *budget);
+
 /* --- the anchor test (anchor-bound.c; its top comment gives the argument)
  * --- */
 
@@ -365,10 +375,11 @@ int pl_anchor_close(const struct pl_prob *prob, const struct pl_sol *best, doubl
 /* S = 2 layers: threshold tests at 0.4% below the incumbent, then just
  * below it (a proof of optimality); raises *lb on an infeasible test and
  * replaces best (pl_x_accept) by the counts of a feasible one, packed and
- * repaired. A work budget of 2e5 units times effort per layer. Returns 0
- * or MP_ENOMEM. */
+ * repaired. A work budget of 2e5 units times effort per layer. When the
+ * bound meets the plan within the tolerance, pl_p2_search_exact; *proven
+ * is true when it proves best optimal. Returns 0 or MP_ENOMEM. */
 int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, double effort,
-		struct pl_work *work, double deadline);
+		struct pl_work *work, double deadline, bool *proven);
 
 /* --- nodes (topology.c) --- */
 

@@ -54,6 +54,8 @@ static const char M_FIXED_TL[] =
 	"glpk packing mip for the heuristic's replica counts, time limit";
 static const char M_PAIR[] =
 	"heuristic; bound by the exact pairing test over replica counts (two slots per GPU)";
+static const char M_PAIR_EXACT[] =
+	"heuristic; optimal by the exact pairing test over replica counts in integers (two slots per GPU)";
 static const char M_ANCHOR[] =
 	"heuristic; bound by the anchor test over replica counts (three or four slots per GPU)";
 static const char M_HEUR_TL[] = "heuristic, time limit";
@@ -355,9 +357,17 @@ static int stage_heuristic(struct layer_search *ls)
 			return rc;
 		}
 		double lb0 = ls->lb;
-		rc = pl_p2_close(prob, best, &ls->lb, effort, &ls->work, ls->deadline);
+		bool proven = false;
+		rc = pl_p2_close(prob, best, &ls->lb, effort, &ls->work, ls->deadline, &proven);
 		if (rc != 0) {
 			return rc;
+		}
+		if (proven) {
+			ls->proven = true;
+			ls->status = MP_PLACE_OPTIMAL;
+			ls->method = M_PAIR_EXACT;
+			ls->lb = best->max;
+			return STAGE_DONE;
 		}
 		if (ls->lb > lb0) {
 			ls->method = M_PAIR;

@@ -242,8 +242,9 @@ static uint64_t p2_units(double units, double effort)
 }
 
 int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, double effort,
-		struct pl_work *work, double deadline)
+		struct pl_work *work, double deadline, bool *proven)
 {
+	*proven = false;
 	if (prob->S != 2 || prob->N <= prob->E || !(best->max > 0)) {
 		return 0;
 	}
@@ -290,6 +291,17 @@ int pl_p2_close(const struct pl_prob *prob, struct pl_sol *best, double *lb, dou
 		if (!pl_x_accept(prob, best, &cand) || !(best->max < hi)) {
 			break;
 		}
+	}
+	/* the bound met the plan within the tolerance: the same test in exact
+	 * arithmetic, one unit below the plan, proves it optimal */
+	if (*lb >= best->max - prob->tol && !pl_timed_out(work, deadline)) {
+		uint64_t points = p2_units(P2_SEARCH_WORK, effort);
+		int d = pl_p2_search_exact(prob, best, &points);
+		if (d < 0) {
+			rc = d;
+			goto out;
+		}
+		*proven = d == PL_P2_INFEASIBLE;
 	}
 out:
 	pl_sol_free(&cand);

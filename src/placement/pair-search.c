@@ -350,12 +350,10 @@ static bool p2s_alloc(struct p2s *s)
 	       && s->memo.arena;
 }
 
-int pl_p2_search(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r)
+/* The search at classification threshold Tc (pl_p2_search and
+ * pl_p2_search_exact). */
+static int p2s_run(const struct pl_prob *prob, double Tc, uint64_t *budget, uint32_t *r)
 {
-	if (prob->S != 2 || !(T > 0) || *budget == 0) {
-		return PL_P2_UNKNOWN;
-	}
-	double Tc = T * (1 + P2S_SLACK);
 	struct p2s s = { .E = prob->E, .limit = *budget };
 	uint32_t *lo = malloc(sizeof(*lo) * prob->E);
 	double *pts = NULL;
@@ -397,6 +395,109 @@ out:
 	*budget -= s.work < *budget ? s.work : *budget;
 	p2s_free(&s);
 	free(pts);
+	free(lo);
+	return rc;
+}
+
+int pl_p2_search(const struct pl_prob *prob, double T, uint64_t *budget, uint32_t *r)
+{
+	if (prob->S != 2 || !(T > 0) || *budget == 0) {
+		return PL_P2_UNKNOWN;
+	}
+	return p2s_run(prob, T * (1 + P2S_SLACK), budget, r);
+}
+
+/* Largest scaled load kept exact (integers below 2^52 in a double). */
+#define P2S_EXACT_MAX 4503599627370496.0
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* lcm(1..K), or 0 once it exceeds limit. */
+static double lcm_upto(uint32_t K, double limit)
+{
+	uint64_t L = 1;
+	for (uint64_t k = 2; k <= K; k++) {
+		uint64_t g = gcd_u64(L, k);
+		if ((double)(L / g) * (double)k > limit) {
+			return 0;
+		}
+		L = L / g * k;
+	}
+	return (double)L;
+}
+
+/* The largest count any plan with busiest GPU <= T can give an expert:
+ * max_e (N - sum_{e' != e} lo_e'(T)), computed at T (1 + 1e-9) so that
+ * rounding can only raise it. 0 when no counts reach T. */
+static uint32_t max_count(const struct pl_prob *prob, double T, uint32_t *lo)
+{
+	uint32_t spare = 0, top = 0;
+	if (!pl_p2_least_counts(prob, T * (1 + P2S_SLACK), lo, &spare)) {
+		return 0;
+	}
+	for (uint32_t e = 0; e < prob->E; e++) {
+		top = lo[e] > top ? lo[e] : top;
+	}
+	return top + spare;
+}
+
+int pl_p2_search_exact(const struct pl_prob *prob, const struct pl_sol *plan, uint64_t *budget)
+{
+	if (prob->S != 2 || *budget == 0 || !(plan->max > 0)) {
+		return PL_P2_UNKNOWN;
+	}
+	double wmax = 0;
+	for (uint32_t e = 0; e < prob->E; e++) {
+		if (!(prob->w[e] >= 0) || prob->w[e] != floor(prob->w[e])) {
+			return PL_P2_UNKNOWN; /* integer loads only */
+		}
+		wmax = prob->w[e] > wmax ? prob->w[e] : wmax;
+	}
+	uint32_t *lo = malloc(sizeof(*lo) * prob->E);
+	double *ws = malloc(sizeof(*ws) * prob->E);
+	int rc = PL_P2_UNKNOWN;
+	if (!lo || !ws) {
+		rc = MP_ENOMEM;
+		goto out;
+	}
+	uint32_t K = max_count(prob, plan->max, lo) + 1;
+	double L = K > 1 ? lcm_upto(K, P2S_EXACT_MAX / (wmax > 1 ? wmax : 1)) : 0;
+	if (!(L > 0)) {
+		goto out;
+	}
+	/* the plan's busiest GPU in units of 1 / L: every count of a plan
+	 * <= plan->max is at most K - 1 and divides L, so every such plan's
+	 * GPU loads are whole units */
+	double P = 0;
+	for (uint32_t g = 0; g < prob->G; g++) {
+		double load = 0;
+		for (uint32_t k = 0; k < 2; k++) {
+			uint32_t e = plan->slot[g * 2 + k];
+			if (plan->r[e] >= K) {
+				goto out;
+			}
+			load += prob->w[e] * (L / plan->r[e]);
+		}
+		P = load > P ? load : P;
+	}
+	for (uint32_t e = 0; e < prob->E; e++) {
+		ws[e] = prob->w[e] * L;
+	}
+	struct pl_prob scaled;
+	pl_prob_init(&scaled, ws, prob->E, prob->G, 2);
+	uint32_t *r = lo; /* scratch: the answer is not used */
+	rc = p2s_run(&scaled, P - 1, budget, r);
+	rc = rc == PL_P2_FEASIBLE ? PL_P2_UNKNOWN : rc;
+out:
+	free(ws);
 	free(lo);
 	return rc;
 }
