@@ -354,8 +354,12 @@ static bool p2s_alloc(struct p2s *s)
  * pl_p2_search_exact). */
 static int p2s_run(const struct pl_prob *prob, double Tc, uint64_t *budget, uint32_t *r)
 {
-	struct p2s s = { .E = prob->E, .limit = *budget };
-	uint32_t *lo = malloc(sizeof(*lo) * prob->E);
+	const uint32_t E = prob->E;
+	if (E == 0) {
+		return PL_P2_UNKNOWN; /* no experts: nothing to search */
+	}
+	struct p2s s = { .E = E, .limit = *budget };
+	uint32_t *lo = malloc(sizeof(*lo) * E);
 	double *pts = NULL;
 	size_t npts = 0;
 	int rc = PL_P2_UNKNOWN;
@@ -384,7 +388,7 @@ static int p2s_run(const struct pl_prob *prob, double Tc, uint64_t *budget, uint
 	build_columns(&s, prob, Tc, lo, pts);
 	build_best(&s);
 	if (dfs(&s, 0, s.K, s.K)) {
-		for (uint32_t i = 0; i < s.E; i++) {
+		for (uint32_t i = 0; i < E; i++) {
 			r[s.order[i]] = lo[s.order[i]] + s.d[i];
 		}
 		rc = PL_P2_FEASIBLE;
@@ -451,7 +455,7 @@ static uint32_t max_count(const struct pl_prob *prob, double T, uint32_t *lo)
 
 int pl_p2_search_exact(const struct pl_prob *prob, const struct pl_sol *plan, uint64_t *budget)
 {
-	if (prob->S != 2 || *budget == 0 || !(plan->max > 0)) {
+	if (prob->S != 2 || prob->E == 0 || *budget == 0 || !(plan->max > 0)) {
 		return PL_P2_UNKNOWN;
 	}
 	double wmax = 0;
